@@ -29,8 +29,8 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
 	$(PIP) install -e '.[dev]'
 	@# Browser tests drive Debian's Chromium (Playwright's own browser download fails here).
-	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
+	@if { [ ! -x /usr/bin/chromium ] || ! command -v docker-compose >/dev/null; } && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium docker-compose) \
 	  || echo "warning: could not install chromium; browser tests will skip"; fi
 	@touch $@
 

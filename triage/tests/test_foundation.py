@@ -115,3 +115,21 @@ def test_demo_user_password_is_given_once():
     assert demo_user_ensure() is None
     user = get_user_model().objects.get(username="demo")
     assert user.check_password(password) and can_experiment(user)
+
+
+def test_compose_file_is_valid():
+    import shutil
+
+    if not shutil.which("docker-compose"):
+        pytest.skip("docker-compose not installed (make test installs it from Debian as root)")
+    env = {**os.environ, "SECRET_KEY": "x", "POSTGRES_PASSWORD": "y"}
+    result = subprocess.run(["docker-compose", "-f", "docker/compose.yaml", "config"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    for service in ("postgres", "redis", "web", "worker", "backend"):
+        assert f"  {service}:" in result.stdout
+    missing = subprocess.run(["docker-compose", "-f", "docker/compose.yaml", "config"], cwd=ROOT,
+                             env={k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "POSTGRES_PASSWORD")},
+                             capture_output=True, text=True, timeout=60)
+    complaint = missing.stderr + missing.stdout
+    assert missing.returncode != 0 and ("SECRET_KEY" in complaint or "POSTGRES_PASSWORD" in complaint)
