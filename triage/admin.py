@@ -23,6 +23,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 
 class BackendForm(forms.ModelForm):
+    base_url = forms.URLField(assume_scheme="http", help_text="e.g. http://127.0.0.1:8001/v1")
     api_key = forms.CharField(
         required=False,
         widget=forms.PasswordInput(render_value=False),

@@ -134,6 +134,10 @@ class Transcript(models.Model):
     reasons = models.JSONField(default=list, blank=True)
     warnings = models.JSONField(default=list, blank=True)
     flagged = models.BooleanField(default=False)
+    # PostgreSQL text and jsonb cannot hold U+0000. A transcript whose content contains it
+    # is stored with every string escaped (triage.content_codec); this names the codec so
+    # reads decode it back byte-exact. Empty for the (usual) content stored as sent.
+    content_encoding = models.CharField(max_length=20, blank=True, default="")
 
     class Meta:
         constraints = [

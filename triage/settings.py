@@ -93,7 +93,6 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
-FORMS_URLFIELD_ASSUME_HTTPS = True
 
 STATIC_URL = "static/"
 # plotly.min.js ships inside the plotly wheel: served from there, never from a CDN.

@@ -1,0 +1,121 @@
+"""Every threshold of the degeneration verdict, in one place, each with the reason for its value.
+
+Units: "tokens" are the analysis tokens (word / punctuation tokens of the text, or the model's
+token ids when the caller passes them); "copies" = covered tokens / period.
+
+How the verdict is formed (see ``verdict.py``): each finding carries a severity in [0, 1];
+the response's severity is the noisy-OR of its findings, 1 − Π(1 − s_i), and the response is
+degenerate when that reaches ``DEGENERATE_AT``.  Findings that are weak on their own (a
+response that hit max_tokens, an unbalanced code fence) have severities well under 0.5, so they
+explain a verdict but cannot make one alone; two weak ones still stay under 0.5 (0.25 and 0.15 →
+0.36); only a real repetition / confabulation finding can flip it.
+
+The values were set from first principles (what each kind of legitimate text can and cannot
+produce, noted below) and then checked against the labelled set in ``testdata/``: on it every
+healthy-repetitive item (HTML templates, CSV, JSON fixtures, code, tables, poems with refrains)
+sits at least a factor ~2 away from the threshold that would flag it (``python -m
+triage.degeneration.evaluate --margins`` prints the margins).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, asdict
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    # ---- verdict ----------------------------------------------------------------------------
+    degenerate_at: float = 0.5
+    """noisy-OR severity at which a response is called degenerate."""
+
+    # ---- tail loop (exact period at the end of the text) -------------------------------------
+    loop_min_copies: float = 3.0
+    """A loop must repeat at least 3 times.  Two copies of something at the end is common in
+    healthy text (a song ending on its chorus twice, "Thanks! Thanks!", two identical table
+    rows); three or more exact copies *at the very end* rarely is."""
+    loop_min_tokens: int = 40
+    """…and cover at least 40 tokens.  Legitimate exact tail repetitions are short: the closing
+    tags of a nested HTML fragment (``</div>`` ×8 = 32 tokens), ``}}}}`` at the end of code, a
+    ``la la la`` line.  A degenerate loop of a sentence (≈12–25 tokens) reaches 40 tokens within
+    2–3 copies, a ``</div>`` loop (4 tokens) within 10 copies."""
+    loop_strong_copies: float = 6.0
+    """≥ 6 copies covering ≥ ``loop_strong_tokens`` is a loop whatever else the text is."""
+    loop_strong_tokens: int = 120
+    """120 tokens ≈ 80–100 words of pure repetition at the end of a response; no healthy item
+    in the labelled set has an exact tail period covering more than ~40 tokens."""
+    loop_min_coverage: float = 0.15
+    """A loop below the strong tier (3–6 copies or 40–120 tokens) must cover ≥ 15 % of the
+    response to count: a short loop at the end of a very long legitimate document is weak
+    evidence on its own."""
+    structural_loop_min_tokens: int = 200
+    """A loop made only of markup / punctuation (``</div>``, ``}``, ``|``) that does NOT leave the
+    markup unbalanced is what a well-formed nested document ends with; it only counts when it is
+    much longer than any real nesting depth (200 tokens = 50 ``</div>``).  An unbalanced
+    structural loop (more ``</div>`` than ``<div>``) counts with the normal thresholds: that is
+    the production ``</div>`` flood."""
+
+    # ---- fuzzy tail loop (numbers normalised, catches "11. Learn… 12. Learn…") ---------------
+    fuzzy_min_copies: float = 4.0
+    fuzzy_min_tokens: int = 80
+    fuzzy_min_coverage: float = 0.2
+    """The fuzzy loop equates all numbers, which also makes rows of a numeric CSV identical;
+    therefore it requires ≥ 4 copies, ≥ 80 tokens, ≥ 20 % coverage AND a period that contains
+    at least ``fuzzy_min_alpha`` word tokens of letters (a CSV row of numbers has none)."""
+    fuzzy_min_alpha: int = 3
+
+    # ---- repeated lines ----------------------------------------------------------------------
+    line_run_min: int = 4
+    """4 identical consecutive non-blank lines of prose/content.  Poems and songs repeat a line
+    twice, rarely three times in a row; code, CSV and tables almost never repeat a content line
+    verbatim consecutively."""
+    line_run_min_chars: int = 12
+    """Lines shorter than 12 characters (``},`` ``end`` ``</div>`` ``---`` ``|`` a one-word line)
+    are *structural* and legitimately repeat in runs (closing braces of nested code, closing tags
+    of nested HTML, separators)."""
+    structural_line_run_min: int = 30
+    """…so a run of short/structural lines only counts at 30: deeper than any real nesting."""
+
+    # ---- whole-text repetition (supporting signal) -------------------------------------------
+    runaway_rep4: float = 0.5
+    """A response that hit max_tokens AND whose second half has seq-rep-4 ≥ 0.5 (half its
+    4-grams seen before) is running away in a near-loop (counters, growing class names).  Not
+    used without finish_reason=length: JSON arrays, CSV and tables of similar records reach
+    0.5–0.9 legitimately."""
+    runaway_min_tokens: int = 100
+    """…and has at least 100 tokens in that second half (seq-rep on a few tokens is noise)."""
+
+    # ---- markup balance ----------------------------------------------------------------------
+    markup_excess_close_min: int = 12
+    """More than 12 surplus closing tags of one name (and more closes than twice the opens).
+    Templates with ``{% if %}`` branches are off by a few; 12+ surplus ``</div>`` is a flood."""
+
+    # ---- confabulated turns ------------------------------------------------------------------
+    confab_min_words: int = 2
+    """A role line (``User: …``) must be followed by ≥ 2 words of its own to be an invented turn."""
+
+    # ---- logprobs ----------------------------------------------------------------------------
+    near_zero_logprob: float = -0.1053605156578263  # log(0.9)
+    """A token sampled with p ≥ 0.9 counts as 'certain'."""
+    self_reinforcing_share: float = 0.8
+    """≥ 80 % certain tokens inside a loop = the loop reinforces itself (greedy or T>0)."""
+
+    # ---- severities of the findings ----------------------------------------------------------
+    sev_loop_strong: float = 0.95
+    sev_loop: float = 0.75
+    sev_fuzzy_loop: float = 0.7
+    sev_line_run: float = 0.7
+    sev_runaway_repetition: float = 0.6
+    sev_markup_flood: float = 0.6
+    sev_confab_marker: float = 0.9
+    sev_confab_role: float = 0.8
+    sev_leaked_end_marker: float = 0.3
+    sev_runaway: float = 0.25
+    sev_unbalanced_fence: float = 0.15
+    sev_self_reinforcing_bonus: float = 0.5
+    """Added noisy-OR-wise to a loop finding whose tokens are 'certain' (self-reinforcing)."""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+DEFAULT = Thresholds()

@@ -1,0 +1,43 @@
+"""Real browser (Debian Chromium via Playwright): log in, see the list, open a transcript,
+and hostile content stays inert text."""
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from triage.models import Transcript
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned=2">' + "</div>" * 50
+
+
+def test_login_list_and_detail_in_a_real_browser(live_server, browser):
+    get_user_model().objects.create_user("ops1", password="correct-horse-battery")
+    transcript = Transcript.objects.create(
+        source="s", request_id="browser-1", content_hash="h", model="m", response=HOSTILE,
+        messages=[{"role": "user", "content": "hi <b>there</b>"}], degenerate=True, severity=0.9,
+        reasons=[{"message": "tail loop: period 1 tokens ×50"}],
+    )
+    page = browser.new_page()
+    try:
+        page.goto(live_server.url + "/")
+        assert "/accounts/login/" in page.url
+        page.fill("input[name=username]", "ops1")
+        page.fill("input[name=password]", "wrong-password")
+        page.click("button[type=submit]")
+        assert "Wrong username or password" in page.content()
+        page.fill("input[name=username]", "ops1")
+        page.fill("input[name=password]", "correct-horse-battery")
+        page.click("button[type=submit]")
+        page.wait_for_selector("table.list")
+        assert page.locator("table.list tbody tr").count() == 1
+        assert "degenerate" in page.inner_text("table.list")
+        page.click("text=browser-1")
+        page.wait_for_selector("section.verdict")
+        assert page.evaluate("window.__pwned") is None  # the script never ran
+        shown = page.inner_text(".turn.response pre")
+        assert shown.startswith("<script>window.__pwned = 1</script>")
+        assert "tail loop" in page.inner_text("section.verdict")
+        assert f"/transcripts/{transcript.pk}/" in page.url
+    finally:
+        page.close()
