@@ -1,46 +1,120 @@
-"""Pages (templates). Reads go through selectors; views hold no business logic."""
+"""Pages (templates). Reads go through selectors, writes through services; views hold no
+business logic."""
 
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
+from django.shortcuts import get_object_or_404, redirect
+from django.views.decorators.http import require_POST
 from django.views.generic import DetailView, ListView
 
-from triage.models import Transcript
+from triage import content_codec, selectors, services
+from triage.models import Flag, Transcript
+from triage.roles import can_flag
+
+LIST_FILTERS = {"degenerate": bool, "flagged": bool, "model": str, "kernel_profile": str, "flag_status": str, "q": str}
+
+
+def _list_filters(params) -> dict:
+    filters = {}
+    for name, kind in LIST_FILTERS.items():
+        value = params.get(name)
+        if value in (None, ""):
+            continue
+        filters[name] = value in ("1", "true", "on") if kind is bool else value
+    return filters
 
 
 class TranscriptListView(ListView):
-    model = Transcript
     paginate_by = 50
     template_name = "triage/transcript_list.html"
     context_object_name = "transcripts"
 
     def get_queryset(self):
-        params = self.request.GET
-        qs = Transcript.objects.select_related("kernel_profile").annotate(flag_count=Count("flags")).order_by("-received_at", "-id")
-        if params.get("degenerate") in ("1", "true"):
-            qs = qs.filter(degenerate=True)
-        if params.get("flagged") in ("1", "true"):
-            qs = qs.filter(flagged=True)
-        if params.get("model"):
-            qs = qs.filter(model=params["model"])
-        if params.get("q"):
-            qs = qs.filter(Q(response__icontains=params["q"]) | Q(request_id__icontains=params["q"]))
-        return qs.defer("messages", "logprobs", "metrics")
+        return selectors.transcript_summaries(filters=_list_filters(self.request.GET)).annotate(
+            flag_count=Count("flags")
+        )
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        context["models"] = Transcript.objects.order_by().values_list("model", flat=True).distinct()
+        context["models"] = Transcript.objects.order_by("model").values_list("model", flat=True).distinct()
         context["params"] = self.request.GET
-        totals = Transcript.objects.aggregate(
+        context["flag_statuses"] = Flag.Status.values
+        context["totals"] = Transcript.objects.aggregate(
             total=Count("id"), degenerate=Count("id", filter=Q(degenerate=True)),
             flagged=Count("id", filter=Q(flagged=True)),
         )
-        context["totals"] = totals
         return context
 
 
+class FlagForm(forms.Form):
+    reason = forms.ChoiceField(choices=[c for c in Flag.Reason.choices if c[0] != Flag.Reason.AUTO])
+    note = forms.CharField(required=False, max_length=4000, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class FlagStatusForm(forms.Form):
+    status = forms.ChoiceField(choices=Flag.Status.choices)
+
+
 class TranscriptDetailView(DetailView):
-    model = Transcript
     template_name = "triage/transcript_detail.html"
     context_object_name = "transcript"
 
-    def get_queryset(self):
-        return Transcript.objects.select_related("kernel_profile").prefetch_related("flags__user")
+    def get_object(self, queryset=None):
+        return selectors.transcript_get(transcript_id=self.kwargs["pk"])
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        t = self.object
+        # Stored content may be NUL-escaped (PostgreSQL can't hold U+0000): show it as sent,
+        # with NUL drawn as ␀ since HTML cannot carry it.
+        decode = lambda value: content_codec.decode(value, t.content_encoding)  # noqa: E731
+        context["response_text"] = decode(t.response).replace("\x00", "\u2400")
+        context["conversation"] = [
+            {"role": m.get("role", "?"), "text": _message_text(decode(m)).replace("\x00", "\u2400")}
+            for m in (t.messages or []) if isinstance(m, dict)
+        ]
+        context["can_flag"] = can_flag(self.request.user)
+        context["flag_form"] = FlagForm()
+        context["statuses"] = Flag.Status.choices
+        return context
+
+
+def _message_text(message: dict) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return "" if content is None else str(content)
+
+
+@require_POST
+def flag_create_view(request, pk: int):
+    if not can_flag(request.user):
+        raise PermissionDenied("Only ops and engineers may flag transcripts.")
+    transcript = get_object_or_404(Transcript, pk=pk)
+    form = FlagForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Flag not saved: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+    else:
+        services.flag_create(transcript=transcript, reason=form.cleaned_data["reason"],
+                             note=form.cleaned_data["note"], user=request.user, source="ui")
+        messages.success(request, "Flagged.")
+    return redirect("transcript-detail", pk=pk)
+
+
+@require_POST
+def flag_status_view(request, pk: int, flag_id: int):
+    if not can_flag(request.user):
+        raise PermissionDenied("Only ops and engineers may change flags.")
+    flag = get_object_or_404(Flag, pk=flag_id, transcript_id=pk)
+    form = FlagStatusForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Unknown status.")
+    else:
+        try:
+            services.flag_update_status(flag=flag, status=form.cleaned_data["status"], user=request.user)
+            messages.success(request, f"Flag {flag.pk} is now {form.cleaned_data['status']}.")
+        except services.FlagTransitionError as exc:
+            messages.error(request, str(exc))
+    return redirect("transcript-detail", pk=pk)

@@ -3,8 +3,10 @@ and hostile content stays inert text."""
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 
-from triage.models import Transcript
+from triage.models import Flag, Transcript
+from triage.roles import OPS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -12,7 +14,8 @@ HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned
 
 
 def test_login_list_and_detail_in_a_real_browser(live_server, browser):
-    get_user_model().objects.create_user("ops1", password="correct-horse-battery")
+    user = get_user_model().objects.create_user("ops1", password="correct-horse-battery")
+    user.groups.add(Group.objects.get(name=OPS))
     transcript = Transcript.objects.create(
         source="s", request_id="browser-1", content_hash="h", model="m", response=HOSTILE,
         messages=[{"role": "user", "content": "hi <b>there</b>"}], degenerate=True, severity=0.9,
@@ -39,5 +42,23 @@ def test_login_list_and_detail_in_a_real_browser(live_server, browser):
         assert shown.startswith("<script>window.__pwned = 1</script>")
         assert "tail loop" in page.inner_text("section.verdict")
         assert f"/transcripts/{transcript.pk}/" in page.url
+
+        # Ops flag it from the page, then move the flag along.
+        page.select_option("select[name=reason]", "repetition")
+        page.fill("textarea[name=note]", "users saw </div> spam")
+        page.click("text=Flag this response")
+        page.wait_for_selector("li.flag-row")
+        flag = Flag.objects.get(transcript=transcript)
+        assert (flag.reason, flag.note, flag.user, flag.status) == ("repetition", "users saw </div> spam", user, "new")
+        page.select_option("li.flag-row select[name=status]", "investigating")
+        page.click("li.flag-row >> text=Set status")
+        page.wait_for_selector("text=is now investigating")
+        flag.refresh_from_db()
+        assert flag.status == "investigating"
+        page.select_option("li.flag-row select[name=status]", "new")
+        page.click("li.flag-row >> text=Set status")
+        page.wait_for_selector("text=cannot go back")
+        flag.refresh_from_db()
+        assert flag.status == "investigating"
     finally:
         page.close()
