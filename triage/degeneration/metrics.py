@@ -30,43 +30,127 @@ def tokenize(text: str) -> list[str]:
     return TOKEN_RE.findall(text)
 
 
+@dataclass
+class Tokens:
+    """The TOKEN_RE tokens of a text as arrays: char ``starts`` / ``ends`` (str indices) and a
+    uint64 ``hashes`` id per token (equal tokens ↔ equal ids, up to 64-bit hash collisions)."""
+    starts: np.ndarray
+    ends: np.ndarray
+    hashes: np.ndarray
+    is_number: np.ndarray  # token made only of digits
+    is_word: np.ndarray    # a word token of ≥ 2 characters without digits (prose-like)
+
+    def __len__(self) -> int:
+        return int(self.starts.size)
+
+    def text_of(self, text: str, i: int) -> str:
+        return text[int(self.starts[i]):int(self.ends[i])]
+
+
+_B = np.uint64(0x100000001B3)           # odd base of the polynomial token hash
+_BINV = np.uint64(pow(0x100000001B3, -1, 1 << 64))
+_CHUNK = 1 << 20
+_POW_CACHE: dict = {}
+
+# character classes as TOKEN_RE sees them: 0 whitespace, 1 word (\w), 2 other (punctuation)
+_ASCII_CLASS = np.array([1 if (chr(c).isalnum() or c == 95) else 0 if chr(c).isspace() else 2
+                         for c in range(128)], dtype=np.uint8)
+_ASCII_DIGIT = np.array([chr(c).isdigit() for c in range(128)], dtype=bool)
+_WORD_CHAR_RE = re.compile(r"\w")
+_SPACE_CHAR_RE = re.compile(r"\s")
+_DIGIT_CHAR_RE = re.compile(r"\d")
+
+
+def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """B^i and B^-i (mod 2^64) for i < n, cached for the usual chunk size."""
+    got = _POW_CACHE.get("p")
+    if got is None or got[0].size < n:
+        size = max(n, _CHUNK + 4096)
+        with np.errstate(over="ignore"):
+            p = np.full(size, _B, dtype=np.uint64)
+            p[0] = 1
+            p = np.cumprod(p, dtype=np.uint64)
+            q = np.full(size, _BINV, dtype=np.uint64)
+            q[0] = 1
+            q = np.cumprod(q, dtype=np.uint64)
+        got = (p, q)
+        if size <= 4 * _CHUNK:
+            _POW_CACHE["p"] = got
+    return got[0][:n], got[1][:n]
+
+
+def _char_classes(cp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    cls = _ASCII_CLASS[np.minimum(cp, 127)]
+    dig = _ASCII_DIGIT[np.minimum(cp, 127)]
+    na = cp >= 128
+    if na.any():
+        u, inv = np.unique(cp[na], return_inverse=True)
+        chars = [chr(c) if c < 0x110000 else "\ufffd" for c in u.tolist()]
+        ucls = np.array([1 if _WORD_CHAR_RE.match(ch) else 0 if _SPACE_CHAR_RE.match(ch) else 2
+                         for ch in chars], dtype=np.uint8)
+        udig = np.array([bool(_DIGIT_CHAR_RE.match(ch)) for ch in chars], dtype=bool)
+        cls[na] = ucls[inv]
+        dig[na] = udig[inv]
+    return cls, dig
+
+
+def token_arrays(text: str) -> Tokens:
+    """TOKEN_RE tokenisation, vectorised: ~10 numpy passes over the characters, no per-token
+    Python objects.  Token hashes are polynomial hashes Σ c_j·B^j (mod 2^64) of the code points,
+    computed from prefix sums in chunks of ~1 M characters (bounded memory)."""
+    if not text:
+        e = np.zeros(0, dtype=np.int64)
+        return Tokens(e, e.copy(), np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=bool),
+                      np.zeros(0, dtype=bool))
+    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    cls, dig = _char_classes(cp)
+    n = cp.size
+    is_word = cls == 1
+    word_start = is_word.copy()
+    word_start[1:] &= ~is_word[:-1]
+    starts = np.flatnonzero(word_start | (cls == 2))
+    word_last = is_word.copy()
+    word_last[:-1] &= ~is_word[1:]
+    ends = starts + 1
+    tw = is_word[starts]
+    ends[tw] = np.flatnonzero(word_last) + 1
+    # digits-only tokens: no non-digit character inside [start, end)
+    nondig = np.concatenate(([0], np.cumsum(~dig, dtype=np.int64)))
+    nondigits = nondig[ends] - nondig[starts]
+    is_number = nondigits == 0
+    length = ends - starts
+    is_word_tok = tw & (nondigits == length) & (length > 1)
+    hashes = np.empty(starts.size, dtype=np.uint64)
+    a = 0          # first char of the chunk
+    ti = 0         # first token of the chunk
+    T = starts.size
+    with np.errstate(over="ignore"):
+        while ti < T:
+            # chunk = tokens whose start lies in [a, a + _CHUNK); extend to cover the last token
+            tj = int(np.searchsorted(starts, a + _CHUNK, side="left"))
+            if tj <= ti:
+                tj = ti + 1
+            b = int(ends[tj - 1])
+            seg = cp[a:b].astype(np.uint64)
+            p, q = _powers(b - a)
+            h = np.empty(b - a + 1, dtype=np.uint64)
+            h[0] = 0
+            np.cumsum(seg * p, out=h[1:])
+            s = starts[ti:tj] - a
+            e = ends[ti:tj] - a
+            hashes[ti:tj] = (h[e] - h[s]) * q[s]
+            a = b if tj >= T else int(starts[tj])
+            ti = tj
+    return Tokens(starts, ends, hashes, is_number, is_word_tok)
+
+
 def token_hashes(tokens) -> np.ndarray:
-    """uint64 ids for a token list (Python's hash: equal tokens, equal ids; collisions ~2^-64)."""
+    """uint64 ids for a list of token strings (Python's hash; for callers with their own tokens)."""
     return np.fromiter(map(hash, tokens), dtype=np.int64, count=len(tokens)).view(np.uint64)
 
 
 def ids_array(token_ids) -> np.ndarray:
     return np.asarray(token_ids, dtype=np.int64).view(np.uint64)
-
-
-def token_char_start(text: str, index: int, total: int) -> int:
-    """Character offset of the ``index``-th TOKEN_RE token of ``text`` (``total`` tokens in all).
-
-    Counts from whichever end is nearer, so the cost is O(min(index, total − index)) matches.
-    """
-    if total <= 0 or index <= 0:
-        m = TOKEN_RE.search(text)
-        return m.start() if m else 0
-    if index >= total:
-        return len(text)
-    from_end = total - index  # number of tokens from this one to the end
-    if index <= from_end:
-        for i, m in enumerate(TOKEN_RE.finditer(text)):
-            if i == index:
-                return m.start()
-        return len(text)
-    # Scan a growing suffix.  A suffix may cut a token in two, which adds at most one token at its
-    # start, so once the suffix holds > from_end tokens the last from_end ones are exact.
-    size = 64
-    n = len(text)
-    while True:
-        start = max(0, n - size)
-        starts = [m.start() for m in TOKEN_RE.finditer(text, start)]
-        if len(starts) > from_end or start == 0:
-            if len(starts) >= from_end:
-                return starts[len(starts) - from_end]
-            return start
-        size *= 4
 
 
 # ----------------------------------------------------------------------------------------------
@@ -114,6 +198,25 @@ def ngram_stats(ids: np.ndarray, max_n: int = 4) -> dict:
     return out
 
 
+def tail_repeat(ids: np.ndarray, n: int = 4, window: int | None = None) -> tuple[float, int]:
+    """Share of the n-grams in the last ``window`` tokens (default: the last quarter, at least 64)
+    that already occurred EARLIER in the response – "is the end of the response re-saying what it
+    already said?"  Returns (share, number of n-grams in the window)."""
+    L = int(ids.size)
+    count = L - n + 1
+    if count <= 0:
+        return 0.0, 0
+    if window is None:
+        window = max(L // 4, 64)
+    k = max(1, min(count, window - n + 1))
+    with np.errstate(over="ignore"):
+        g = _ngram_hashes(ids, n)
+    _, first, inv = np.unique(g, return_index=True, return_inverse=True)
+    pos = np.arange(count - k, count)
+    seen_before = first[inv[count - k:]] < pos
+    return float(seen_before.mean()), k
+
+
 def seq_rep(ids: np.ndarray, n: int) -> float:
     if ids.size < n:
         return 0.0
@@ -136,9 +239,14 @@ class Loop:
     def copies(self) -> float:
         return self.covered / self.period
 
+    trimmed: int = 0  # trailing tokens excluded (a last word cut in the middle by max_tokens)
+
     @property
-    def start(self) -> int:  # token index where the loop starts
-        return self.total - self.covered
+    def start(self) -> int:
+        """Token index where the first WHOLE copy starts (a partial copy before it, which a
+        periodic tail always allows — e.g. the ``>`` of ``<body>`` before ``</div></div>…`` — is
+        left out so that highlights start on a copy boundary)."""
+        return self.total - self.trimmed - (self.covered // self.period) * self.period
 
     @property
     def coverage(self) -> float:
@@ -165,8 +273,9 @@ def tail_loop(ids: np.ndarray, max_candidates: int = 512) -> Loop | None:
     """The shortest period p whose copies cover the most of the end of the sequence.
 
     Works on the reversed sequence r: a tail of length c has period p iff r[:c-p] == r[p:c], i.e.
-    the Z-function z(p) ≥ c − p.  Only periods p with r[p] == r[0] and r[p+1] == r[1] can qualify
-    (the last two tokens recur one period earlier); those candidates come from one vectorised
+    the Z-function z(p) ≥ c − p.  Only periods p with r[p+i] == r[i] for i < 3 are considered
+    (the last three tokens recur one period earlier; so a loop must match ≥ 3 tokens beyond its
+    first copy – far below any threshold); those candidates come from one vectorised
     comparison, and each is checked by ``_match_len`` in time proportional to its match.  Among
     candidates with at least two copies (z(p) ≥ p) the one covering the most tokens wins, ties to
     the shorter period (so a loop of period 4 is not reported as period 8).  The search stops at
@@ -175,16 +284,22 @@ def tail_loop(ids: np.ndarray, max_candidates: int = 512) -> Loop | None:
     within one period of a real loop.
     """
     L = int(ids.size)
-    if L < 4:
+    if L < 3:
         return None
     r = ids[::-1]
     half = L // 2
     cand = np.flatnonzero(r[1:half + 1] == r[0]) + 1          # p in 1..half with r[p] == r[0]
     if cand.size == 0:
         return None
-    cand = cand[r[cand + 1] == r[1]] if cand.size else cand   # p+1 ≤ half+1 < L always
+    cand = cand[r[cand + 1] == r[1]]                           # p+1 ≤ half+1 < L always
+    if L >= 6:
+        cand = cand[r[cand + 2] == r[2]]                       # p+2 ≤ half+2 < L for L ≥ 6
     best: Loop | None = None
     for p in cand[:max_candidates].tolist():
+        if best is not None and p % best.period == 0 and p < best.covered:
+            # a multiple of the best period inside its loop mismatches exactly where the best
+            # does (the loop is best.period-periodic there), so it cannot cover more
+            continue
         z = _match_len(r, p)
         if z < p:
             continue
@@ -194,6 +309,20 @@ def tail_loop(ids: np.ndarray, max_candidates: int = 512) -> Loop | None:
             if covered == L:
                 break
     return best
+
+
+def tail_loop_tolerant(ids: np.ndarray, last_may_be_cut: bool = True) -> Loop | None:
+    """``tail_loop``, also trying without the last token: a response cut by max_tokens often ends
+    in the middle of a word (``…</div></d``), which as a token differs from the loop's.  The
+    caller passes ``last_may_be_cut=False`` when the last token cannot be a fragment (it is
+    punctuation, or whitespace follows it)."""
+    a = tail_loop(ids)
+    if ids.size < 4 or not last_may_be_cut:
+        return a
+    b = tail_loop(ids[:-1])
+    if b is not None and (a is None or b.covered > a.covered + 1):
+        return Loop(period=b.period, covered=b.covered, total=int(ids.size), trimmed=1)
+    return a
 
 
 # ----------------------------------------------------------------------------------------------
@@ -280,14 +409,14 @@ def markup_balance(text: str) -> dict:
     if "<" in text:
         opens: Counter = Counter()
         closes: Counter = Counter()
-        for slash, name, selfclose in TAG_RE.findall(text):
+        for (slash, name, selfclose), k in Counter(TAG_RE.findall(text)).items():  # C-level count
             name = name.lower()
             if selfclose or name in VOID_TAGS:
                 continue
             if slash:
-                closes[name] += 1
+                closes[name] += k
             else:
-                opens[name] += 1
+                opens[name] += k
         out["tags"] = sum(opens.values()) + sum(closes.values())
         out["opens"] = dict(opens)
         out["closes"] = dict(closes)
@@ -348,6 +477,7 @@ ROLE_LINE_RE = re.compile(
 ASSISTANT_LINE_RE = re.compile(
     r"^[ \t>*_]*(?:#{1,4}[ \t]*)?(?:\*\*)?(?:Assistant|ASSISTANT|AI|Bot|Response|RESPONSE|GPT|Model)"
     r"(?:\*\*)?[ \t]*:", re.M)
+_ROLE_WORDS = ("User", "USER", "Human", "HUMAN", "Instruction", "INSTRUCTION")
 _WORD_RE = re.compile(r"\w+")
 _DIALOGUE_REQUEST_RE = re.compile(r"\b(dialog(ue)?|conversation|transcript|chat ?log|role[- ]?play|script)\b", re.I)
 
@@ -380,7 +510,8 @@ def confabulated_turns(text: str, messages, min_words: int) -> dict:
     user asked for a dialogue / transcript / script.
     """
     res = {"markers": [], "end_markers": [], "role_lines": []}
-    has_marker_chars = "<" in text or "[INST]" in text
+    has_marker_chars = ("<|" in text or "<start_of_turn>" in text or "<end_of_turn>" in text
+                        or "<\uff5c" in text or "[INST]" in text or "[/INST]" in text)
     spans = None
     if has_marker_chars:
         for m in TURN_MARKER_RE.finditer(text):
@@ -394,7 +525,7 @@ def confabulated_turns(text: str, messages, min_words: int) -> dict:
             role = (m.group("r1") or m.group("r2") or m.group("r3") or m.group("r4") or m.group("r5")
                     or ("user" if m.group("inst") else None))
             res["markers"].append((m.start(), m.group(0), (role or "").lower()))
-    if (":" in text) and ROLE_LINE_RE.search(text):
+    if ":" in text and any(w in text for w in _ROLE_WORDS) and ROLE_LINE_RE.search(text):
         convo = []
         asked_dialogue = False
         for msg in messages or ():

@@ -62,6 +62,14 @@ class Thresholds:
     therefore it requires ≥ 4 copies, ≥ 80 tokens, ≥ 20 % coverage AND a period that contains
     at least ``fuzzy_min_alpha`` word tokens of letters (a CSV row of numbers has none)."""
     fuzzy_min_alpha: int = 3
+    fuzzy_needs_runaway: bool = True
+    """Unrolled code (``out[3] = scale(values[3])``) and templated lists are legitimately
+    near-periodic once numbers are equated, so the fuzzy loop counts only in a response that hit
+    max_tokens – where counter loops (``11. Learn a New Skill… 12. Learn a New Skill…``) are seen –
+    unless it is massive (below)."""
+    fuzzy_massive_copies: float = 20.0
+    fuzzy_massive_coverage: float = 0.5
+    """≥ 20 near-identical copies covering ≥ half the response count even without max_tokens."""
 
     # ---- repeated lines ----------------------------------------------------------------------
     line_run_min: int = 4
@@ -76,13 +84,21 @@ class Thresholds:
     """…so a run of short/structural lines only counts at 30: deeper than any real nesting."""
 
     # ---- whole-text repetition (supporting signal) -------------------------------------------
-    runaway_rep4: float = 0.5
-    """A response that hit max_tokens AND whose second half has seq-rep-4 ≥ 0.5 (half its
-    4-grams seen before) is running away in a near-loop (counters, growing class names).  Not
-    used without finish_reason=length: JSON arrays, CSV and tables of similar records reach
-    0.5–0.9 legitimately."""
-    runaway_min_tokens: int = 100
-    """…and has at least 100 tokens in that second half (seq-rep on a few tokens is noise)."""
+    runaway_window_min_tokens: int = 128
+    """The runaway-repetition check needs ≥ 128 tokens; it looks at the last quarter of the
+    response (at least 64 tokens) and asks how much of it was already said: the share of its
+    8-grams that occurred earlier in the response (``tail_repeat_8``)."""
+    runaway_prose_word_share: float = 0.55
+    runaway_prose_repeat8: float = 0.4
+    """Prose (≥ 55 % of the window's tokens are words): a response that hit max_tokens and whose
+    last quarter re-says ≥ 40 % of its 8-grams is running away in a near-loop ("The cat continued
+    on, and she continued on…").  Healthy prose repeats < 30 % even when cut (checked on every
+    README / docstring / licence of the labelled set cut at a random point)."""
+    runaway_any_repeat8: float = 0.9
+    """Code / markup / data repeat their structure legitimately: a JSON schema cut at max_tokens
+    re-says up to ~85 % of its 8-grams.  For them only ≥ 90 % counts (growing ``nested-div-inner-
+    inner…`` class names, a block of code re-emitted).  This is the tightest margin of the verdict
+    and applies only to responses that hit max_tokens."""
 
     # ---- markup balance ----------------------------------------------------------------------
     markup_excess_close_min: int = 12

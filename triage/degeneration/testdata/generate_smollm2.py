@@ -18,6 +18,13 @@ token_ids (generated ids, EOS excluded) and token_logprobs (log-softmax of the r
 the model's temperature-1 distribution, of each generated token).  Labels are NOT assigned here:
 they were assigned by reading each output, in ``labels_smollm2.json``; ``build_labelled.py``
 joins the two into ``labelled.jsonl``.
+
+The committed ``smollm2_raw.jsonl`` holds only the first 36 jobs: all 24 greedy outputs and the
+first T=0.6 batch (12 prompts, seed 1), made with ``--batch 12`` on a shared, heavily loaded 2-core
+machine; the run was stopped there (the remaining T=0.6 batches and the no-stop group did not fit
+in the CPU budget).  ``--resume --groups no-stop,t0.6`` continues it; new ids then need labels in
+``labels_smollm2.json`` before ``build_labelled.py`` uses them.  Greedy outputs are deterministic;
+sampled ones depend on the batch composition (per-batch seed, padding).
 """
 
 from __future__ import annotations
@@ -101,8 +108,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(Path(__file__).with_name("smollm2_raw.jsonl")))
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--batch", type=int, default=12)
+    ap.add_argument("--batch", type=int, default=6)
+    ap.add_argument("--resume", action="store_true",
+                    help="append to --out, skipping ids already there (generation is per-batch seeded, "
+                         "so a resumed run matches a full run only for whole batches)")
     ap.add_argument("--max-new-tokens", type=int, default=350)
+    ap.add_argument("--no-stop-max-new-tokens", type=int, default=200)
+    ap.add_argument("--groups", default="greedy,t0.6,no-stop", help="comma-separated groups to run, in order")
     args = ap.parse_args(argv)
 
     import torch
@@ -129,18 +141,26 @@ def main(argv=None) -> int:
     for i, p in enumerate(NO_STOP_PROMPTS):
         jobs.append((f"nostop-{i:02d}", "no-stop", p, 1))
 
-    out = open(args.out, "w", encoding="utf-8")
+    done = set()
+    if args.resume and os.path.exists(args.out):
+        with open(args.out, encoding="utf-8") as f:
+            done = {json.loads(line)["id"] for line in f if line.strip()}
+    jobs = [j for j in jobs if j[0] not in done]
+    out = open(args.out, "a" if args.resume else "w", encoding="utf-8")
     t_start = time.time()
     groups = {}
-    for job in jobs:
-        groups.setdefault((job[1], job[3]), []).append(job)
+    order = args.groups.split(",")
+    for job in sorted(jobs, key=lambda j: order.index(j[1]) if j[1] in order else 99):
+        if job[1] in order:
+            groups.setdefault((job[1], job[3]), []).append(job)
     for (group, seed), gjobs in groups.items():
         for b in range(0, len(gjobs), args.batch):
             batch = gjobs[b:b + args.batch]
             texts = [tok.apply_chat_template([{"role": "user", "content": j[2]}],
                                              add_generation_prompt=True, tokenize=False) for j in batch]
             enc = tok(texts, return_tensors="pt", padding=True)
-            kw = dict(max_new_tokens=args.max_new_tokens, return_dict_in_generate=True,
+            mnt = args.no_stop_max_new_tokens if group == "no-stop" else args.max_new_tokens
+            kw = dict(max_new_tokens=mnt, return_dict_in_generate=True,
                       output_logits=True, pad_token_id=im_end)
             if group == "greedy":
                 kw.update(do_sample=False, eos_token_id=im_end)
@@ -163,7 +183,7 @@ def main(argv=None) -> int:
                 text = tok.decode(ids, skip_special_tokens=(group != "no-stop"))
                 rec = {"id": j[0], "group": group, "prompt": j[2], "seed": seed,
                        "temperature": 0.0 if group == "greedy" else 0.6,
-                       "max_new_tokens": args.max_new_tokens, "text": text, "finish_reason": finish,
+                       "max_new_tokens": mnt, "text": text, "finish_reason": finish,
                        "token_ids": ids, "token_logprobs": [round(x, 4) for x in lps]}
                 out.write(json.dumps(rec, ensure_ascii=False) + "\n")
             out.flush()

@@ -1,0 +1,15 @@
+"""Degeneration metrics for LLM responses: pure Python + numpy, no Django.
+
+    from triage.degeneration import analyze
+    a = analyze(text, finish_reason="length", messages=[...])
+    a.degenerate, a.severity, a.reasons, a.metrics, a.highlights, a.to_dict()
+
+See README.md in this folder for the metric definitions, thresholds and measured accuracy.
+"""
+
+from .analyze import VERSION, Analysis, Highlight, Reason, analyze
+from .metrics import tokenize
+from .thresholds import DEFAULT as DEFAULT_THRESHOLDS, Thresholds
+
+__all__ = ["analyze", "Analysis", "Reason", "Highlight", "Thresholds", "DEFAULT_THRESHOLDS",
+           "tokenize", "VERSION"]

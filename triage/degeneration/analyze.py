@@ -1,0 +1,369 @@
+"""``analyze()``: all metrics of one response, and the verdict that explains itself."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import metrics as M
+from .thresholds import DEFAULT, Thresholds
+
+VERSION = "1"
+
+
+@dataclass
+class Reason:
+    """One finding: a stable ``code``, a human-readable ``message`` with its evidence, the
+    ``severity`` it contributes (0–1) and, where it has one, the character ``span`` it is about."""
+    code: str
+    message: str
+    severity: float
+    span: tuple[int, int] | None = None
+
+    def to_dict(self) -> dict:
+        return {"code": self.code, "message": self.message, "severity": round(self.severity, 4),
+                "span": list(self.span) if self.span else None}
+
+
+@dataclass
+class Highlight:
+    """A character span of the response for the UI to mark (``text[start:end]``)."""
+    start: int
+    end: int
+    kind: str      # "loop" | "fuzzy_loop" | "line_run" | "confabulated_turn" | "end_marker"
+    label: str
+
+    def to_dict(self) -> dict:
+        return {"start": self.start, "end": self.end, "kind": self.kind, "label": self.label}
+
+
+@dataclass
+class Analysis:
+    degenerate: bool
+    severity: float
+    reasons: list[Reason] = field(default_factory=list)
+    metrics: dict = field(default_factory=dict)
+    highlights: list[Highlight] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable form (plain dicts, lists, str, int, float, bool, None)."""
+        return {"degenerate": self.degenerate, "severity": round(self.severity, 4),
+                "reasons": [r.to_dict() for r in self.reasons], "metrics": self.metrics,
+                "highlights": [h.to_dict() for h in self.highlights], "version": VERSION}
+
+    @property
+    def reason_codes(self) -> list[str]:
+        return [r.code for r in self.reasons]
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _short(s: str, n: int = 60) -> str:
+    s = " ".join(s[: 4 * n + 8].split())
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _r(x: float) -> float:
+    return round(float(x), 4)
+
+
+def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=None,
+            token_logprobs=None, thresholds: Thresholds = DEFAULT) -> Analysis:
+    """Measure one response and judge whether it is degenerate.
+
+    Parameters (all but ``text`` keyword-only):
+      text            the response (str; bytes are decoded as UTF-8 with replacement).
+      finish_reason   "stop" / "length" / None.  "length" (hit max_tokens) is a weak finding on
+                      its own and strengthens a loop.
+      messages        the conversation that led to the response, OpenAI style
+                      ``[{"role": ..., "content": ...}]`` (content may be a list of text parts).
+                      Used to tell an invented turn from a quoted one.
+      token_ids       the model's token ids of the response, when known: n-gram metrics and the
+                      tail loop are then also reported on model tokens (``metrics["model_tokens"]``)
+                      and logprobs are mapped to the loop exactly.
+      token_logprobs  logprob of each generated token (same order as token_ids).
+      thresholds      a ``Thresholds`` (default ``thresholds.DEFAULT``).
+
+    The verdict depends only on the text, finish_reason and messages (so a response gets the same
+    verdict whether or not the caller had token ids), except that logprobs showing a
+    self-reinforcing loop raise the severity of a loop finding.
+
+    Raises TypeError only when ``text`` is neither str nor bytes.  Never quadratic: every metric
+    is linear in the length (numpy sorts, n log n, for unique n-gram counts).
+    """
+    T = thresholds
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        text = bytes(text).decode("utf-8", "replace")
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str or bytes, not {type(text).__name__}")
+    if finish_reason is not None and not isinstance(finish_reason, str):
+        finish_reason = str(finish_reason)
+
+    reasons: list[Reason] = []
+    highlights: list[Highlight] = []
+    data = text.encode("utf-8", "surrogatepass")
+
+    toks = M.token_arrays(text)
+    L = len(toks)
+    ids = toks.hashes
+    mt: dict = {"chars": len(text), "bytes": len(data), "tokens": L, "token_unit": "word/punct"}
+    mt.update({k: _r(v) for k, v in M.ngram_stats(ids).items()})
+    mt["compression_ratio"] = _r(M.compression_ratio(data))
+    mt["finish_reason"] = finish_reason
+    runaway = finish_reason == "length"
+    mt["runaway"] = runaway
+
+    # ---- tail loop ---------------------------------------------------------------------------
+    # the last token may be a fragment of a word cut by max_tokens only if it is a word token
+    # that ends the text
+    last_may_be_cut = L > 0 and int(toks.ends[-1]) == len(text) and (text[-1].isalnum() or text[-1] == "_")
+    loop = M.tail_loop_tolerant(ids, last_may_be_cut)
+    loop_info = None
+    loop_char = None
+    structural = False
+    if loop is not None:
+        loop_char = int(toks.starts[loop.start])
+        end_tok = L - loop.trimmed
+        last_copy_char = int(toks.starts[end_tok - loop.period])
+        period_toks = _token_texts(text, toks, end_tok - loop.period, end_tok)
+        structural = _structural(period_toks)
+        loop_info = {"period": loop.period, "copies": _r(loop.copies), "covered_tokens": loop.covered,
+                     "coverage": _r(loop.coverage), "start_token": loop.start, "start_char": loop_char,
+                     "structural": structural,
+                     "unit": _short(text[last_copy_char:int(toks.ends[end_tok - 1])], 80)}
+    mt["tail_loop"] = loop_info
+
+    # ---- markup ------------------------------------------------------------------------------
+    markup = M.markup_balance(text)
+    mt["markup"] = {"tags": markup["tags"], "excess_close": markup["excess_close"],
+                    "excess_open": markup["excess_open"], "code_fences": markup["code_fences"],
+                    "unbalanced_fence": markup["unbalanced_fence"]}
+
+    loop_fired = False
+    if loop is not None:
+        copies, covered, cov = loop.copies, loop.covered, loop.coverage
+        unbalanced = structural and _loop_unbalanced(period_toks, copies, markup)
+        msg = (f"tail loop: period {loop.period} tokens ×{copies:.0f}, covering the last "
+               f"{_pct(cov)} of the response ({covered} tokens) — repeating “{_short(loop_info['unit'], 50)}”")
+        sev = 0.0
+        if structural and not unbalanced:
+            if copies >= T.loop_min_copies and covered >= T.structural_loop_min_tokens:
+                sev = T.sev_loop
+        elif copies >= T.loop_strong_copies and covered >= T.loop_strong_tokens:
+            sev = T.sev_loop_strong
+        elif copies >= T.loop_min_copies and covered >= T.loop_min_tokens and (cov >= T.loop_min_coverage or runaway):
+            sev = T.sev_loop
+        if sev > 0:
+            if unbalanced:
+                msg += "; the repeated closing tags have no matching opening tags"
+            if runaway:
+                msg += "; the response hit max_tokens inside the loop"
+            loop_fired = True
+            reasons.append(Reason("tail_loop", msg, sev, (loop_char, len(text))))
+            highlights.append(Highlight(loop_char, len(text), "loop", f"period {loop.period} ×{copies:.0f}"))
+
+    # ---- fuzzy tail loop (numbers equated) ---------------------------------------------------
+    if not loop_fired and L >= T.fuzzy_min_tokens:
+        W = min(L, 8192)
+        window = ids[L - W:].copy()
+        window[toks.is_number[L - W:]] = 0x5EED  # every number is the same token
+        fz = M.tail_loop_tolerant(window, last_may_be_cut)
+        if fz is not None:
+            covered = fz.covered
+            cov = covered / L
+            fz_end = L - fz.trimmed
+            alpha = sum(1 for t in _token_texts(text, toks, fz_end - fz.period, fz_end) if len(t) > 1 and t.isalpha())
+            start_tok = L - W + fz.start
+            fz_char = int(toks.starts[start_tok])
+            mt["fuzzy_loop"] = {"period": fz.period, "copies": _r(fz.copies), "covered_tokens": covered,
+                                "coverage": _r(cov), "start_char": fz_char, "alpha_tokens": alpha}
+            massive = fz.copies >= T.fuzzy_massive_copies and cov >= T.fuzzy_massive_coverage
+            if (fz.copies >= T.fuzzy_min_copies and covered >= T.fuzzy_min_tokens
+                    and cov >= T.fuzzy_min_coverage and alpha >= T.fuzzy_min_alpha
+                    and (runaway or massive or not T.fuzzy_needs_runaway)):
+                last = int(toks.starts[fz_end - fz.period])
+                reasons.append(Reason(
+                    "fuzzy_loop",
+                    f"near loop (numbers ignored): period {fz.period} tokens ×{fz.copies:.0f}, covering the last "
+                    f"{_pct(cov)} of the response — repeating “{_short(text[last:], 50)}”",
+                    T.sev_fuzzy_loop, (fz_char, len(text))))
+                highlights.append(Highlight(fz_char, len(text), "fuzzy_loop", f"period {fz.period} ×{fz.copies:.0f}"))
+                loop_fired = True
+
+    # ---- lines -------------------------------------------------------------------------------
+    ls = M.line_stats(text, T.line_run_min_chars)
+    mt["lines"] = {"lines": ls.lines, "duplicate_share": _r(ls.duplicate_share), "longest_run": ls.run,
+                   "longest_run_line": _short(ls.run_line, 80), "structural_run": ls.structural_run,
+                   "structural_run_line": _short(ls.structural_run_line, 40)}
+    for run, line, start_line, minimum, kind in (
+            (ls.run, ls.run_line, ls.run_start_line, T.line_run_min, ""),
+            (ls.structural_run, ls.structural_run_line, ls.structural_run_start_line,
+             T.structural_line_run_min, "short ")):
+        if run >= minimum:
+            a = M.line_char_offset(text, start_line)
+            b = _end_of_run(text, a, line, run)
+            reasons.append(Reason("line_run", f"{kind}line repeated {run}× in a row: “{_short(line, 60)}”",
+                                  T.sev_line_run, (a, b)))
+            highlights.append(Highlight(a, b, "line_run", f"{run}× same line"))
+
+    # ---- runaway with near-repetition --------------------------------------------------------
+    if runaway:  # (computed only here: it costs a sort and only matters for a runaway)
+        tail_rep8, window = M.tail_repeat(ids, 8)
+        word_share = float(toks.is_word[L - window - 7:].mean()) if L >= 8 and window else 0.0
+        mt["tail_repeat_8"] = _r(tail_rep8)
+        mt["tail_word_share"] = _r(word_share)
+        if not loop_fired and L >= T.runaway_window_min_tokens and (
+                tail_rep8 >= T.runaway_any_repeat8
+                or (word_share >= T.runaway_prose_word_share and tail_rep8 >= T.runaway_prose_repeat8)):
+            reasons.append(Reason(
+                "runaway_repetition",
+                f"hit max_tokens while repeating itself: {_pct(tail_rep8)} of the 8-token sequences in the last "
+                f"{window + 7} tokens had already appeared earlier in the response", T.sev_runaway_repetition,
+                (int(toks.starts[L - window - 7]), len(text))))
+        reasons.append(Reason("runaway", "finish_reason=length: the response hit max_tokens", T.sev_runaway))
+
+    # ---- markup flood ------------------------------------------------------------------------
+    opens = markup.get("opens", {})
+    for name, excess in sorted(markup["excess_close"].items(), key=lambda kv: -kv[1]):
+        if excess >= T.markup_excess_close_min and markup["closes"][name] >= 2 * opens.get(name, 0):
+            reasons.append(Reason("markup_flood",
+                                  f"markup: {excess} more </{name}> than <{name}> "
+                                  f"({markup['closes'][name]} closing, {opens.get(name, 0)} opening)",
+                                  T.sev_markup_flood))
+            break
+    if markup["unbalanced_fence"]:
+        reasons.append(Reason("unbalanced_fence",
+                              f"unbalanced code fence ({markup['code_fences']} fence lines): a code block "
+                              f"is never closed", T.sev_unbalanced_fence * (0.5 if runaway else 1.0)))
+
+    # ---- confabulated turns ------------------------------------------------------------------
+    cf = M.confabulated_turns(text, messages, T.confab_min_words)
+    mt["confabulation"] = {"turn_markers": len(cf["markers"]), "end_markers": len(cf["end_markers"]),
+                           "role_lines": len(cf["role_lines"])}
+    if cf["markers"]:
+        pos, marker, role = cf["markers"][0]
+        after = text[pos + len(marker):pos + len(marker) + 200]
+        nxt = [p for p, *_ in cf["markers"][1:] + [(e[0],) for e in cf["end_markers"]] if p > pos]
+        end = min(nxt) if nxt else len(text)
+        who = f"a new {role} turn" if role else "a new turn"
+        reasons.append(Reason("confabulated_turn",
+                              f"confabulated turn: chat-template marker {marker.strip()!r} at char {pos} opens "
+                              f"{who} the conversation does not have: “{_short(after, 60)}”"
+                              + (f" ({len(cf['markers'])} turn markers in all)" if len(cf["markers"]) > 1 else ""),
+                              T.sev_confab_marker, (pos, end)))
+        highlights.append(Highlight(pos, end, "confabulated_turn", f"invented {role or 'turn'}"))
+    elif cf["role_lines"]:
+        pos, line, rest = cf["role_lines"][0]
+        reasons.append(Reason("confabulated_turn",
+                              f"confabulated turn: line {line!r} at char {pos} starts a user turn whose text is "
+                              f"not in the conversation: “{_short(rest, 60)}”",
+                              T.sev_confab_role, (pos, len(text))))
+        highlights.append(Highlight(pos, len(text), "confabulated_turn", "invented user turn"))
+    if cf["end_markers"]:
+        pos, marker = cf["end_markers"][0]
+        if not cf["markers"]:
+            reasons.append(Reason("leaked_end_marker",
+                                  f"end-of-turn marker {marker!r} inside the response at char {pos} "
+                                  f"(the stop condition did not fire)", T.sev_leaked_end_marker,
+                                  (pos, pos + len(marker))))
+        highlights.append(Highlight(pos, pos + len(marker), "end_marker", marker))
+
+    # ---- model tokens and logprobs ------------------------------------------------------------
+    model_loop = None
+    if token_ids is not None:
+        try:
+            mids = M.ids_array(list(token_ids))
+        except (TypeError, ValueError, OverflowError):
+            mids = None
+            mt["model_tokens"] = {"error": "token_ids must be a sequence of integers"}
+        if mids is not None:
+            mm = {"tokens": int(mids.size)}
+            mm.update({k: _r(v) for k, v in M.ngram_stats(mids).items()})
+            model_loop = M.tail_loop_tolerant(mids)
+            mm["tail_loop"] = None if model_loop is None else {
+                "period": model_loop.period, "copies": _r(model_loop.copies),
+                "covered_tokens": model_loop.covered, "coverage": _r(model_loop.coverage),
+                "start_token": model_loop.start}
+            mt["model_tokens"] = mm
+    if token_logprobs is not None:
+        lp = M.clean_logprobs(token_logprobs) if isinstance(token_logprobs, (list, tuple, np.ndarray)) else np.zeros(0)
+        info: dict = {"n": int(lp.size)}
+        if lp.size:
+            certain = lp >= T.near_zero_logprob
+            info["mean"] = _r(lp.mean())
+            info["certain_share"] = _r(certain.mean())
+            # the loop's tokens: exact with model token ids, else proportional to the loop's chars
+            if model_loop is not None and mids is not None and mids.size == lp.size:
+                in_loop = certain[model_loop.start:model_loop.total - model_loop.trimmed]
+                info["loop_mapping"] = "model_tokens"
+            elif loop_char is not None and len(text):
+                k = int(math.floor(lp.size * loop_char / len(text)))
+                in_loop = certain[k:]
+                info["loop_mapping"] = "proportional"
+            else:
+                in_loop = None
+            if in_loop is not None and in_loop.size:
+                share = float(in_loop.mean())
+                info["loop_certain_share"] = _r(share)
+                info["loop_tokens"] = int(in_loop.size)
+                if loop_fired and share >= T.self_reinforcing_share:
+                    for r in reasons:
+                        if r.code in ("tail_loop", "fuzzy_loop"):
+                            r.severity = 1 - (1 - r.severity) * (1 - T.sev_self_reinforcing_bonus)
+                            r.message += (f"; self-reinforcing: {_pct(share)} of the loop's tokens were "
+                                          f"sampled with p ≥ 0.9")
+        mt["logprobs"] = info
+
+    if not text.strip():
+        reasons.append(Reason("empty", "empty response" if not text else "response is only whitespace", 0.1))
+
+    sev = 1.0
+    for r in reasons:
+        sev *= 1.0 - max(0.0, min(1.0, r.severity))
+    severity = 1.0 - sev
+    reasons.sort(key=lambda r: -r.severity)
+    return Analysis(degenerate=severity >= T.degenerate_at, severity=severity, reasons=reasons,
+                    metrics=mt, highlights=highlights)
+
+
+def _token_texts(text: str, toks, i: int, j: int) -> list[str]:
+    st = toks.starts[i:j].tolist()
+    en = toks.ends[i:j].tolist()
+    return [text[a:b] for a, b in zip(st, en)]
+
+
+def _structural(period_toks) -> bool:
+    """True when one copy of the loop is only markup / punctuation (tag names count as markup)."""
+    prev = ""
+    for t in period_toks:
+        if (t[0].isalnum() or t[0] == "_") and prev not in ("<", "/"):
+            return False
+        prev = t
+    return True
+
+
+def _loop_unbalanced(period_toks, copies: float, markup: dict) -> bool:
+    """A structural loop of closing tags most of which have no opening tag."""
+    names = [period_toks[i + 1].lower() for i in range(len(period_toks) - 1)
+             if period_toks[i] == "/" and (i == 0 or period_toks[i - 1] == "<")]
+    if not names:
+        return False
+    excess = sum(markup["excess_close"].get(n, 0) for n in set(names))
+    return excess >= 0.5 * copies * len(names)
+
+
+def _end_of_run(text: str, start: int, line: str, run: int) -> int:
+    pos = start
+    seen = 0
+    n = len(text)
+    while pos < n and seen < run:
+        nl = text.find("\n", pos)
+        end = n if nl < 0 else nl
+        if text[pos:end].strip() == line:
+            seen += 1
+        pos = end + 1
+    return min(pos - 1 if pos > start else start, n) if seen else start

@@ -1,0 +1,157 @@
+"""Unit tests of the individual metrics, several against brute-force references."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from triage.degeneration import metrics as M
+
+text_chars = st.text(alphabet=st.sampled_from(list("ab c,.<>/\n\t_1٣é日\U0001F600\u0301\ud800\udfff\x00")) | st.characters(), max_size=300)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text_chars)
+def test_vectorised_tokens_equal_regex(text):
+    tk = M.token_arrays(text)
+    got = [text[a:b] for a, b in zip(tk.starts.tolist(), tk.ends.tolist())]
+    assert got == M.TOKEN_RE.findall(text)
+    # equal tokens <-> equal hashes
+    by_tok = {}
+    for h, t in zip(tk.hashes.tolist(), got):
+        by_tok.setdefault(t, set()).add(h)
+    assert all(len(v) == 1 for v in by_tok.values())
+    assert len(set(tk.hashes.tolist())) == len(by_tok)
+    assert tk.is_number.tolist() == [t.isdecimal() for t in got]
+
+
+def test_token_hashes_consistent_across_chunks(monkeypatch):
+    monkeypatch.setattr(M, "_CHUNK", 64)
+    text = " ".join(["alpha", "beta", "gamma</div>", "x" * 200, "alpha", "beta"] * 30)
+    tk = M.token_arrays(text)
+    toks = M.TOKEN_RE.findall(text)
+    ids = {}
+    for h, t in zip(tk.hashes.tolist(), toks):
+        assert ids.setdefault(t, h) == h
+
+
+def brute_ngram(tokens, n):
+    grams = [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
+    if not grams:
+        return 0.0, 0.0
+    return 1 - len(set(grams)) / len(grams), len(set(grams)) / len(tokens)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 4), max_size=400))
+def test_ngram_stats_match_brute_force(seq):
+    got = M.ngram_stats(M.ids_array(seq))
+    for n in range(1, 5):
+        rep, dist = brute_ngram(seq, n)
+        assert got[f"seq_rep_{n}"] == pytest.approx(rep)
+        assert got[f"distinct_{n}"] == pytest.approx(dist)
+
+
+def test_seq_rep_known_values():
+    got = M.ngram_stats(M.ids_array([1, 2, 1, 2]))
+    assert got["seq_rep_1"] == 0.5 and got["distinct_1"] == 0.5
+    assert got["seq_rep_2"] == pytest.approx(1 / 3)       # ab ba ab
+    assert got["distinct_2"] == pytest.approx(2 / 4)      # Li et al.: unique / tokens
+
+
+def brute_tail_loop(seq):
+    L = len(seq)
+    r = seq[::-1]
+    best = None
+    for p in range(1, L // 2 + 1):
+        z = 0
+        while p + z < L and r[z] == r[p + z]:
+            z += 1
+        # two copies, and at least 3 matching tokens: the detector's candidate filter compares the
+        # last 3 tokens (for L ≥ 6), so tails like "x x x" / "x y x y" are below its resolution
+        if z < p or z < (3 if L >= 6 else 2):
+            continue
+        if best is None or p + z > best[1]:
+            best = (p, p + z)
+    return best
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 2), max_size=80), st.lists(st.integers(0, 2), min_size=1, max_size=6),
+       st.integers(0, 12), st.integers(0, 5))
+def test_tail_loop_matches_brute_force(prefix, unit, copies, cut):
+    seq = prefix + unit * copies
+    if cut and len(seq) > cut:
+        seq = seq[:-cut]
+    got = M.tail_loop(M.ids_array(seq))
+    exp = brute_tail_loop(seq)
+    assert (None if got is None else (got.period, got.covered)) == exp
+
+
+def test_tail_loop_div_flood_shortest_period():
+    tk = M.token_arrays("<html><body>" + "</div>" * 500)
+    loop = M.tail_loop(tk.hashes)
+    # the ">" of <body> continues the period backwards; the loop starts at the first whole copy
+    assert loop.period == 4 and loop.covered == 2001 and loop.start == len(tk) - 2000
+
+
+def test_tail_loop_tolerates_a_cut_last_word():
+    tk = M.token_arrays("Intro text here. " + "</div>" * 100 + "</d")
+    assert M.tail_loop(tk.hashes) is None or M.tail_loop(tk.hashes).covered < 10
+    loop = M.tail_loop_tolerant(tk.hashes)
+    assert loop.period == 4 and loop.trimmed == 1 and loop.covered >= 400
+
+
+def test_line_stats_runs_and_duplicates():
+    text = "intro line here\n\nsame line again!\nsame line again!\n\nsame line again!\n}\n}\n}\nend"
+    ls = M.line_stats(text, 12)
+    assert ls.run == 3 and ls.run_line == "same line again!"
+    assert ls.structural_run == 3 and ls.structural_run_line == "}"
+    assert ls.lines == 8                      # blank lines are not counted
+    assert ls.duplicate_share == pytest.approx(1 - 4 / 8)
+    assert M.line_char_offset(text, ls.run_start_line) == text.index("same")
+
+
+def test_markup_balance_nested_and_flood():
+    nested = "<div>" * 20 + "<br><img src=x/><input type=text>" + "</div>" * 20
+    m = M.markup_balance(nested)
+    assert m["excess_close"] == {} and m["excess_open"] == {}
+    m = M.markup_balance("<div><p>hi</p></div>" + "</div>" * 30)
+    assert m["excess_close"] == {"div": 30}
+    m = M.markup_balance("```python\nx = 1\n```\ntext\n```\nunclosed")
+    assert m["code_fences"] == 3 and m["unbalanced_fence"]
+    assert not M.markup_balance("````\n```\nstill inside\n````\n")["unbalanced_fence"]
+
+
+def test_compression_ratio():
+    assert M.compression_ratio(b"") == 0.0
+    assert M.compression_ratio(b"</div>" * 1000) > 50
+    rnd = np.random.default_rng(0).integers(0, 256, 4096, dtype=np.uint8).tobytes()
+    assert M.compression_ratio(rnd) < 1.05
+
+
+def test_confabulated_turn_markers_and_code():
+    text = "Paris.<|im_end|>\n<|im_start|>user\nNow write a poem<|im_end|>"
+    cf = M.confabulated_turns(text, [{"role": "user", "content": "Capital of France?"}], 2)
+    assert [(m[2]) for m in cf["markers"]] == ["user"]
+    assert len(cf["end_markers"]) == 2
+    explained = "ChatML wraps turns like this:\n```\n<|im_start|>user\nhi<|im_end|>\n```\nand `<|im_start|>` inline."
+    cf = M.confabulated_turns(explained, None, 2)
+    assert cf["markers"] == [] and cf["end_markers"] == []
+
+
+def test_role_lines_need_unknown_text():
+    msgs = [{"role": "user", "content": "Summarise: User: please reset my password now"}]
+    quoting = "The ticket says:\nUser: please reset my password now\nso reset it."
+    assert M.confabulated_turns(quoting, msgs, 2)["role_lines"] == []
+    invented = "Sure, done.\n\nUser: Thanks! Now write me a README for Butter.\n\nAssistant: Of course."
+    assert len(M.confabulated_turns(invented, msgs, 2)["role_lines"]) == 1
+    # without messages a lone "User:" line (e.g. a field list) is not a turn; a dialogue is
+    assert M.confabulated_turns("Fields:\nUser: the owner of the key\nScope: read", None, 2)["role_lines"] == []
+    assert len(M.confabulated_turns(invented, None, 2)["role_lines"]) == 1
+    asked = [{"role": "user", "content": "Write a short dialogue between a user and a support bot."}]
+    assert M.confabulated_turns(invented, asked, 2)["role_lines"] == []
+
+
+def test_clean_logprobs():
+    out = M.clean_logprobs([-0.5, None, float("nan"), 0.2, "x", True, float("-inf")])
+    assert out.tolist() == [-0.5, 0.0, -1e4]
