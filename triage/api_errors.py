@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -12,7 +14,12 @@ def flatten_errors(detail, prefix: str = "") -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     if isinstance(detail, dict):
         for key, value in detail.items():
-            path = prefix if key == "non_field_errors" else (f"{prefix}.{key}" if prefix else str(key))
+            if key == "non_field_errors":
+                path = prefix
+            elif isinstance(key, int):  # DRF ListField errors: {index: detail}
+                path = f"{prefix}[{key}]"
+            else:
+                path = f"{prefix}.{key}" if prefix else str(key)
             for p, msgs in flatten_errors(value, path).items():
                 out.setdefault(p, []).extend(msgs)
     elif isinstance(detail, list):
@@ -37,6 +44,12 @@ def error_body(status_code: int, message: str, fields: dict | None = None) -> di
 
 
 def exception_handler(exc, context):
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return error_response(
+            status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+            f"Request body is over the {limit} byte limit (INGEST_MAX_BYTES); split it into smaller batches.",
+        )
     response = drf_exception_handler(exc, context)
     if response is None:
         return None

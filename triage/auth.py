@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import hmac
+import time
 
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
 from django.utils import timezone
 from rest_framework import authentication, exceptions, permissions
 
@@ -40,6 +43,34 @@ def find_active_key(raw_key: str) -> ApiKey | None:
     return key
 
 
+# A verified key is remembered for a few seconds per process, sparing every ingest request
+# a database round trip. Saving or deleting a key clears this process's memory at once;
+# a revocation made in another process takes effect here within KEY_CACHE_SECONDS.
+KEY_CACHE_SECONDS = 10.0
+_verified_keys: dict[str, tuple[float, ApiKey]] = {}
+
+
+def cached_active_key(raw_key: str) -> ApiKey | None:
+    digest = ApiKey.hash_secret(raw_key)
+    now = time.monotonic()
+    hit = _verified_keys.get(digest)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    key = find_active_key(raw_key)
+    if key is None:
+        _verified_keys.pop(digest, None)
+    else:
+        if len(_verified_keys) > 1000:
+            _verified_keys.clear()
+        _verified_keys[digest] = (now + KEY_CACHE_SECONDS, key)
+    return key
+
+
+@receiver([post_save, post_delete], sender=ApiKey, dispatch_uid="triage.auth.forget_keys")
+def _forget_verified_keys(**kwargs) -> None:
+    _verified_keys.clear()
+
+
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
@@ -53,12 +84,13 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
                 "Authorization header must be 'Bearer <api key>'; create a key with "
                 "'python manage.py create_api_key --name NAME --scopes ingest'."
             )
-        key = find_active_key(raw_key.strip())
+        key = cached_active_key(raw_key.strip())
         if key is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked API key.")
         now = timezone.now()
         if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
             ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+            key.last_used_at = now
         return ApiKeyPrincipal(key), key
 
     def authenticate_header(self, request) -> str:

@@ -5,6 +5,7 @@ Production: set DEBUG=0, SECRET_KEY, DATABASE_URL (PostgreSQL), CELERY_BROKER_UR
 ALLOWED_HOSTS. See .env.example.
 """
 
+import importlib.util
 from pathlib import Path
 
 import environ
@@ -81,6 +82,10 @@ else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Rate limits live in the cache: set CACHE_URL=redis://host:6379/1 in production so the limit
+# holds across web processes (the local-memory default is per process).
+CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
@@ -122,6 +127,11 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
 }
+if importlib.util.find_spec("drf_spectacular_sidecar"):
+    # Swagger UI served from our own static files (the docs page works offline); without
+    # the package drf-spectacular falls back to a CDN.
+    INSTALLED_APPS.append("drf_spectacular_sidecar")
+    SPECTACULAR_SETTINGS.update(SWAGGER_UI_DIST="SIDECAR", SWAGGER_UI_FAVICON_HREF="SIDECAR", REDOC_DIST="SIDECAR")
 
 # Celery: filesystem broker under var/ for the embedded run, Redis in production.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")

@@ -1,0 +1,525 @@
+"""REST API, /api/v1/ (DRF): ingestion from the router, reads, flags, export.
+
+One APIView per operation; views parse and answer, services write, selectors read.
+Errors are JSON: {"error": {"status", "message", "fields": {path: [...]}}} (api_errors).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import RequestDataTooBig
+from django.http import JsonResponse, StreamingHttpResponse
+from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+)
+from rest_framework import exceptions, status
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.pagination import CursorPagination
+from rest_framework.parsers import BaseParser, JSONParser
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from triage import selectors, services
+from triage.api_errors import error_body, error_response
+from triage.auth import HasScope, request_api_key
+from triage.models import ApiKey
+from triage.serializers import (
+    FlagCreateInput,
+    FlagOutput,
+    FlagUpdateInput,
+    IngestBatchOutput,
+    IngestResultOutput,
+    TranscriptBatchInput,
+    TranscriptDetailOutput,
+    TranscriptFilterInput,
+    TranscriptIngestInput,
+    TranscriptSummaryOutput,
+)
+from triage.throttling import ApiKeyRateThrottle
+
+class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
+    target_class = "triage.auth.ApiKeyAuthentication"
+    name = "routerKey"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer",
+                "description": "Router API key: python manage.py create_api_key --name NAME --scopes ingest[,flag,read]"}
+
+
+ERROR_RESPONSE = OpenApiResponse(OpenApiTypes.OBJECT, description='{"error": {"status", "message", "fields"}}')
+
+
+class BaseApi(APIView):
+    """API keys or session; scope per view (HasScope); rate limit per key. API views are
+    exempt from the login redirect of LoginRequiredMiddleware: they answer 401 JSON."""
+
+    permission_classes = [HasScope]
+    throttle_classes = [ApiKeyRateThrottle]
+    required_scope: str | None = ApiKey.Scope.READ
+
+    @classmethod
+    def as_view(cls, **initkwargs):
+        return login_not_required(super().as_view(**initkwargs))
+
+    def permission_denied(self, request, message=None, code=None):
+        if request.authenticators and not request.successful_authenticator:
+            raise exceptions.NotAuthenticated(
+                "Authentication required: send 'Authorization: Bearer <api key>' (create one with "
+                "'python manage.py create_api_key --name NAME --scopes ingest,read') or log in."
+            )
+        super().permission_denied(request, message=message, code=code)
+
+
+def by_method(**views):
+    """One URL, one APIView per HTTP method (GET list / POST ingest share /transcripts)."""
+    views = {method.upper(): view for method, view in views.items()}
+
+    @csrf_exempt  # each APIView enforces CSRF for session users itself
+    @login_not_required
+    def dispatch(request, *args, **kwargs):
+        view = views.get(request.method) or (views.get("GET") if request.method in ("HEAD", "OPTIONS") else None)
+        if view is None:
+            response = JsonResponse(
+                error_body(405, f"Method {request.method} not allowed here; use {', '.join(views)}."), status=405
+            )
+            response["Allow"] = ", ".join(views)
+            return response
+        return view(request, *args, **kwargs)
+
+    return dispatch
+
+
+# --- ingestion -------------------------------------------------------------------------
+
+JSON_TYPES = ("application/json",)
+NDJSON_TYPES = ("application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonlines")
+
+
+class NDJSONParser(BaseParser):
+    """Documents application/x-ndjson in the schema; the ingest view parses bodies itself
+    (to report error positions and per-line errors)."""
+
+    media_type = "application/x-ndjson"
+
+    def parse(self, stream, media_type=None, parser_context=None):  # pragma: no cover - not used
+        raise exceptions.UnsupportedMediaType(media_type)
+
+
+class BodyError(Exception):
+    def __init__(self, status_code: int, message: str, fields: dict | None = None, extra: dict | None = None):
+        super().__init__(message)
+        self.status_code, self.message, self.fields, self.extra = status_code, message, fields, extra or {}
+
+    def response(self) -> Response:
+        body = error_body(self.status_code, self.message, self.fields)
+        body["error"].update(self.extra)
+        return Response(body, status=self.status_code)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:20]} is out of range for a double")
+    return value
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON (use null or a finite number)")
+
+
+def loads_strict(text: str):
+    """json.loads that refuses NaN/Infinity and out-of-range numbers (jsonb cannot hold
+    them). Raises json.JSONDecodeError (with position), ValueError or RecursionError."""
+    return json.loads(text, parse_float=_finite_float, parse_constant=_reject_constant)
+
+
+def _describe_parse_error(exc: Exception, *, line_offset: int = 0) -> tuple[str, dict]:
+    if isinstance(exc, json.JSONDecodeError):
+        line = exc.lineno + line_offset
+        where = {"line": line, "column": exc.colno, "offset": exc.pos}
+        return f"Malformed JSON at line {line}, column {exc.colno} (char {exc.pos}): {exc.msg}.", where
+    if isinstance(exc, RecursionError):
+        return "JSON nested too deeply; flatten it.", {}
+    return f"JSON not accepted: {exc}.", {}
+
+
+def _decode_body(body: bytes) -> str:
+    try:
+        return body.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise BodyError(400, f"Body is not valid UTF-8 (bad byte at offset {exc.start}); JSON must be UTF-8 encoded.",
+                        extra={"position": {"offset": exc.start}}) from None
+
+
+def _read_body(request) -> tuple[str, bytes]:
+    content_type = (request.META.get("CONTENT_TYPE") or "").strip()
+    media_type, _, params = content_type.partition(";")
+    media_type = media_type.strip().lower()
+    charset = next((p.split("=", 1)[1].strip().strip('"').lower() for p in params.split(";") if "=" in p
+                    and p.split("=", 1)[0].strip().lower() == "charset"), "utf-8")
+    if media_type in JSON_TYPES:
+        kind = "json"
+    elif media_type in NDJSON_TYPES:
+        kind = "ndjson"
+    else:
+        raise BodyError(415, f"Unsupported Content-Type {media_type or '(none)'!r}: send application/json "
+                             "(one transcript or {\"transcripts\": [...]}) or application/x-ndjson (one per line).")
+    if charset not in ("utf-8", "utf8"):
+        raise BodyError(415, f"Unsupported charset {charset!r}: JSON must be UTF-8.")
+    limit = settings.INGEST_MAX_BYTES
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    if declared > limit:
+        raise BodyError(413, f"Body of {declared} bytes is over the {limit} byte limit (INGEST_MAX_BYTES); "
+                             "split it into smaller batches.")
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        raise BodyError(413, f"Body is over the {limit} byte limit (INGEST_MAX_BYTES); split it into smaller batches.") from None
+    if len(body) > limit:
+        raise BodyError(413, f"Body of {len(body)} bytes is over the {limit} byte limit (INGEST_MAX_BYTES).")
+    if not body.strip():
+        raise BodyError(400, "Empty body: send one transcript object, {\"transcripts\": [...]}, or NDJSON lines.")
+    return kind, body
+
+
+def _check_batch_size(count: int) -> None:
+    limit = settings.INGEST_MAX_BATCH
+    if count > limit:
+        raise BodyError(413, f"Batch of {count} transcripts is over the limit of {limit} (INGEST_MAX_BATCH); split it.")
+    if count == 0:
+        raise BodyError(400, "Empty batch: send at least one transcript.", {"transcripts": ["must not be empty."]})
+
+
+def _parse_ndjson(body: bytes) -> tuple[list, dict[int, dict]]:
+    """(payloads, {item index: errors}) — a bad line is an invalid item, not a failed batch."""
+    payloads, bad = [], {}
+    for number, raw in enumerate(body.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            payloads.append(loads_strict(_decode_body(raw)))
+        except BodyError as exc:
+            bad[len(payloads)] = {"body": [f"line {number}: {exc.message}"]}
+            payloads.append(None)
+        except (ValueError, RecursionError) as exc:
+            message, _ = _describe_parse_error(exc, line_offset=number - 1)
+            bad[len(payloads)] = {"body": [f"line {number}: {message}"]}
+            payloads.append(None)
+    return payloads, bad
+
+
+class TranscriptIngestApi(BaseApi):
+    """POST /api/v1/transcripts — ingest one transcript, a batch, or NDJSON lines."""
+
+    required_scope = ApiKey.Scope.INGEST
+    parser_classes = [JSONParser, NDJSONParser]  # for the schema; see _read_body
+    renderer_classes = [JSONRenderer]
+
+    @extend_schema(
+        operation_id="transcripts_ingest",
+        summary="Ingest transcripts from the router (idempotent on request_id)",
+        description=(
+            "Body: one transcript, `{\"transcripts\": [...]}` (up to INGEST_MAX_BATCH items, default 500), "
+            "or `application/x-ndjson` with one transcript per line. A single transcript answers 201 (new), "
+            "200 (replay with identical content, same id), 409 (same request_id, different content) or 400. "
+            "Batches and NDJSON answer 207 with a status per item and commit the valid items. "
+            "Unknown top-level fields are kept in `metadata`."
+        ),
+        request={
+            "application/json": PolymorphicProxySerializer(
+                component_name="TranscriptIngestBody", serializers=[TranscriptIngestInput, TranscriptBatchInput],
+                resource_type_field_name=None,
+            ),
+            "application/x-ndjson": TranscriptIngestInput,
+        },
+        responses={
+            201: IngestResultOutput, 200: IngestResultOutput, 207: IngestBatchOutput,
+            400: ERROR_RESPONSE, 401: ERROR_RESPONSE, 403: ERROR_RESPONSE, 409: ERROR_RESPONSE,
+            413: ERROR_RESPONSE, 415: ERROR_RESPONSE, 429: ERROR_RESPONSE,
+        },
+        examples=[OpenApiExample("one transcript", request_only=True, value={
+            "request_id": "req-0001", "model": "smollm2-135m-instruct", "created_at": "2025-01-31T12:00:00Z",
+            "messages": [{"role": "user", "content": "Write a small HTML page."}],
+            "response": {"content": "<html>…</html>", "finish_reason": "stop"},
+            "sampling": {"temperature": 0.6, "top_p": 0.95, "max_tokens": 512, "seed": 7},
+            "kernel": {"attention": "sparse", "sparse_budget": 512},
+            "usage": {"prompt_tokens": 20, "completion_tokens": 300},
+            "timings": {"ttft_ms": 35.2, "latency_ms": 1840.0}, "route": {"prefill": "p-3", "decode": "d-7"},
+        })],
+    )
+    def post(self, request):
+        try:
+            kind, body = _read_body(request)
+            key = request_api_key(request)
+            source = key.source if key else "web"
+            if kind == "ndjson":
+                payloads, bad = _parse_ndjson(body)
+                _check_batch_size(len(payloads))
+                return self._batch_response(source, key, payloads, bad)
+            text = _decode_body(body)
+            try:
+                document = loads_strict(text)
+            except (ValueError, RecursionError) as exc:
+                message, where = _describe_parse_error(exc)
+                raise BodyError(400, message + " Fix the body (python -m json.tool shows the spot).",
+                                {"body": [message]}, {"position": where} if where else None) from None
+            if isinstance(document, list) or (isinstance(document, dict) and "transcripts" in document
+                                              and "request_id" not in document):
+                items = document if isinstance(document, list) else document["transcripts"]
+                if not isinstance(items, list):
+                    raise BodyError(400, "transcripts must be a list of transcript objects.",
+                                    {"transcripts": [f"must be a list, got {type(items).__name__}."]})
+                _check_batch_size(len(items))
+                return self._batch_response(source, key, items, {})
+            if not isinstance(document, dict):
+                raise BodyError(400, f"Expected a transcript object or {{\"transcripts\": [...]}}, got {type(document).__name__}.",
+                                {"body": ["must be a JSON object."]})
+            return self._single_response(source, key, document)
+        except BodyError as exc:
+            return exc.response()
+
+    def _single_response(self, source, key, payload) -> Response:
+        result = services.transcript_ingest(source=source, payload=payload, api_key=key)
+        if result.status == services.INVALID:
+            message = "Invalid transcript: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in list(result.errors.items())[:5])
+            return error_response(400, message, result.errors)
+        if result.status == services.CONFLICT:
+            body = error_body(409, result.errors["request_id"][0], result.errors)
+            body["error"].update({"id": result.id, "request_id": result.request_id})
+            return Response(body, status=409)
+        code = status.HTTP_201_CREATED if result.status == services.CREATED else status.HTTP_200_OK
+        location = reverse("api-transcript-detail", kwargs={"transcript_id": result.id})
+        return Response(result.to_dict(), status=code, headers={"Location": location})  # IngestResultOutput's shape
+
+    def _batch_response(self, source, key, payloads, bad: dict[int, dict]) -> Response:
+        good = [(index, payload) for index, payload in enumerate(payloads) if index not in bad]
+        stored = services.transcript_ingest_batch(source=source, payloads=[p for _, p in good], api_key=key)
+        results: list[services.IngestResult] = [
+            services.IngestResult(services.INVALID, None, errors=errors, index=index) for index, errors in bad.items()
+        ]
+        for (index, _), result in zip(good, stored):
+            result.index = index
+            results.append(result)
+        results.sort(key=lambda r: r.index)
+        counts = dict.fromkeys((services.CREATED, services.DUPLICATE, services.CONFLICT, services.INVALID), 0)
+        for result in results:
+            counts[result.status] += 1
+        return Response({"results": [r.to_dict() for r in results], "counts": counts}, status=207)
+
+
+# --- reads -----------------------------------------------------------------------------
+
+
+class TranscriptCursorPagination(CursorPagination):
+    ordering = ("-received_at", "-id")
+    page_size = 50
+    page_size_query_param = "limit"
+    max_page_size = 500
+
+    def decode_cursor(self, request):
+        try:
+            return super().decode_cursor(request)
+        except exceptions.NotFound:
+            raise exceptions.ValidationError(
+                {"cursor": ["invalid cursor; use the 'next'/'previous' links of a previous page as they are."]}
+            ) from None
+
+
+FILTER_PARAMETERS = [
+    OpenApiParameter("degenerate", bool), OpenApiParameter("flagged", bool),
+    OpenApiParameter("flag_status", str, enum=["new", "investigating", "diagnosed", "resolved"]),
+    OpenApiParameter("model", str), OpenApiParameter("kernel_profile", str), OpenApiParameter("source", str),
+    OpenApiParameter("temperature_min", float), OpenApiParameter("temperature_max", float),
+    OpenApiParameter("received_after", OpenApiTypes.DATETIME), OpenApiParameter("received_before", OpenApiTypes.DATETIME),
+    OpenApiParameter("q", str, description="text search in the response"),
+]
+
+
+def _filters(request) -> dict:
+    data = {k: v for k, v in request.query_params.items() if k in TranscriptFilterInput().fields}
+    serializer = TranscriptFilterInput(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+class TranscriptListApi(BaseApi):
+    """GET /api/v1/transcripts — newest first, filtered, cursor-paginated."""
+
+    required_scope = ApiKey.Scope.READ
+
+    @extend_schema(
+        operation_id="transcripts_list",
+        parameters=FILTER_PARAMETERS + [OpenApiParameter("cursor", str), OpenApiParameter("limit", int)],
+        responses={200: TranscriptSummaryOutput(many=True), 400: ERROR_RESPONSE, 401: ERROR_RESPONSE, 403: ERROR_RESPONSE},
+    )
+    def get(self, request):
+        queryset = selectors.transcript_summaries(filters=_filters(request))
+        paginator = TranscriptCursorPagination()
+        page = paginator.paginate_queryset(queryset, request, view=self)
+        return paginator.get_paginated_response(TranscriptSummaryOutput(page, many=True).data)
+
+
+class TranscriptDetailApi(BaseApi):
+    """GET /api/v1/transcripts/{id} — everything, content exactly as ingested, with flags."""
+
+    required_scope = ApiKey.Scope.READ
+
+    @extend_schema(operation_id="transcripts_retrieve",
+                   responses={200: TranscriptDetailOutput, 401: ERROR_RESPONSE, 403: ERROR_RESPONSE, 404: ERROR_RESPONSE})
+    def get(self, request, transcript_id: int):
+        transcript = selectors.transcript_get(transcript_id=transcript_id)
+        return Response(TranscriptDetailOutput(transcript).data)
+
+
+class _IgnoreFormatNegotiation(DefaultContentNegotiation):
+    """`?format=` selects the export format here, not a DRF renderer."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+class TranscriptExportOutput(TranscriptDetailOutput):
+    def get_flags(self, transcript) -> list[dict]:  # not exported (would be a query per row)
+        return []
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data.pop("flags", None)
+        return data
+
+
+CSV_COLUMNS = ["id", "source", "request_id", "received_at", "created_at", "model", "temperature", "kernel_profile",
+               "finish_reason", "degenerate", "severity", "flagged", "reasons", "warnings", "response"]
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_cell(value) -> str:
+    """Spreadsheets execute cells starting with = + - @ (CSV injection): prefix them with '.
+    The CSV is for reading in a spreadsheet; JSONL is the byte-exact export."""
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+class TranscriptExportApi(BaseApi):
+    """GET /api/v1/transcripts/export?format=jsonl|csv&<filters> — streams the selection."""
+
+    required_scope = ApiKey.Scope.READ
+    content_negotiation_class = _IgnoreFormatNegotiation
+    renderer_classes = [JSONRenderer]
+    CHUNK = 500
+
+    @extend_schema(
+        operation_id="transcripts_export",
+        parameters=FILTER_PARAMETERS + [OpenApiParameter("format", str, enum=["jsonl", "csv"])],
+        responses={(200, "application/x-ndjson"): OpenApiTypes.STR, (200, "text/csv"): OpenApiTypes.STR,
+                   400: ERROR_RESPONSE},
+    )
+    def get(self, request):
+        export_format = request.query_params.get("format", "jsonl")
+        if export_format not in ("jsonl", "csv"):
+            raise exceptions.ValidationError({"format": [f"'{export_format}' is not an export format; use jsonl or csv."]})
+        queryset = selectors.transcript_list(filters=_filters(request))
+        rows = queryset.iterator(chunk_size=self.CHUNK)
+        if export_format == "jsonl":
+            stream = (json.dumps(TranscriptExportOutput(t).data, ensure_ascii=False) + "\n" for t in rows)
+            response = StreamingHttpResponse(stream, content_type="application/x-ndjson; charset=utf-8")
+        else:
+            response = StreamingHttpResponse(self._csv_lines(rows), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="transcripts.{export_format}"'
+        return response
+
+    @staticmethod
+    def _csv_lines(rows):
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(CSV_COLUMNS)
+        for t in rows:
+            reasons = "; ".join(r.get("message", str(r)) if isinstance(r, dict) else str(r) for r in t.reasons)
+            values = {
+                **{c: getattr(t, c) for c in CSV_COLUMNS if hasattr(t, c)},
+                "received_at": t.received_at.isoformat(), "created_at": t.created_at.isoformat() if t.created_at else "",
+                "kernel_profile": t.kernel_profile.name if t.kernel_profile_id else "",
+                "reasons": reasons, "warnings": "; ".join(t.warnings),
+            }
+            # NUL cannot live in a spreadsheet cell: escaped rows stay escaped here (␀0).
+            writer.writerow([_csv_cell(values[c]) for c in CSV_COLUMNS])
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+        if buffer.tell():
+            yield buffer.getvalue()
+        yield ""
+
+
+# --- flags -----------------------------------------------------------------------------
+
+
+def _actor(request) -> tuple[object | None, str]:
+    key = request_api_key(request)
+    if key is not None:
+        return None, f"api-key:{key.name}"
+    return request.user, ""
+
+
+class FlagCreateApi(BaseApi):
+    """POST /api/v1/transcripts/{id}/flags — ops flag a bad response."""
+
+    required_scope = ApiKey.Scope.FLAG
+
+    @extend_schema(operation_id="flags_create", request=FlagCreateInput,
+                   responses={201: FlagOutput, 400: ERROR_RESPONSE, 401: ERROR_RESPONSE, 403: ERROR_RESPONSE, 404: ERROR_RESPONSE})
+    def post(self, request, transcript_id: int):
+        transcript = selectors.transcript_get(transcript_id=transcript_id)
+        serializer = FlagCreateInput(data=_json_object(request))
+        serializer.is_valid(raise_exception=True)
+        user, source = _actor(request)
+        flag = services.flag_create(transcript=transcript, user=user, source=source, **serializer.validated_data)
+        return Response(FlagOutput(flag).data, status=status.HTTP_201_CREATED)
+
+
+class FlagUpdateApi(BaseApi):
+    """PATCH /api/v1/transcripts/{id}/flags/{flag_id} — move the status forward."""
+
+    required_scope = ApiKey.Scope.FLAG
+
+    @extend_schema(operation_id="flags_update", request=FlagUpdateInput,
+                   responses={200: FlagOutput, 400: ERROR_RESPONSE, 404: ERROR_RESPONSE, 409: ERROR_RESPONSE})
+    def patch(self, request, transcript_id: int, flag_id: int):
+        flag = selectors.flag_get(transcript_id=transcript_id, flag_id=flag_id)
+        serializer = FlagUpdateInput(data=_json_object(request))
+        serializer.is_valid(raise_exception=True)
+        user, _ = _actor(request)
+        try:
+            flag = services.flag_update_status(flag=flag, user=user, **serializer.validated_data)
+        except services.FlagTransitionError as exc:
+            return error_response(409, str(exc), {"status": [str(exc)]})
+        return Response(FlagOutput(flag).data)
+
+
+def _json_object(request) -> dict:
+    """request.data for small JSON bodies, insisting on an object."""
+    try:
+        data = request.data
+    except exceptions.ParseError as exc:
+        raise exceptions.ValidationError({"body": [str(exc.detail)]}) from None
+    if not isinstance(data, dict):
+        raise exceptions.ValidationError({"body": [f"must be a JSON object, got {type(data).__name__}."]})
+    return data

@@ -1,0 +1,114 @@
+"""8 concurrent clients post the same 2,000 transcripts in different orders, with retries,
+against a live server on PostgreSQL: exactly 2,000 rows, each created exactly once."""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections import Counter
+
+import httpx
+import pytest
+
+from triage.models import Flag, Transcript
+from triage.services_keys import api_key_create
+from triage.tests.ingest_fixtures import LOOP_RESPONSE, transcript_payload
+
+CLIENTS = 8
+TRANSCRIPTS = 2000
+BATCH = 50
+SINGLES = 100
+
+
+@pytest.fixture
+def require_postgres(transactional_db):
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        if os.environ.get("REQUIRE_SERVICES") == "1":
+            pytest.fail("REQUIRE_SERVICES=1 and needs PostgreSQL (set DATABASE_URL)", pytrace=False)
+        pytest.skip("needs PostgreSQL (set DATABASE_URL)")
+
+
+def _corpus() -> list[dict]:
+    items = []
+    for i in range(TRANSCRIPTS):
+        payload = transcript_payload(f"conc-{i:05d}")
+        payload["response"]["content"] = f"Answer number {i}: the capital of France is Paris."
+        if i % 100 == 0:
+            payload["response"] = {"content": LOOP_RESPONSE, "finish_reason": "length"}
+        items.append(payload)
+    return items
+
+
+def _post_with_retries(client: httpx.Client, body: dict, attempts: int = 8) -> httpx.Response:
+    for attempt in range(attempts):
+        try:
+            response = client.post("/api/v1/transcripts", json=body)
+        except httpx.TransportError:
+            time.sleep(0.1 * (attempt + 1))
+            continue
+        if response.status_code == 429:
+            time.sleep(float(response.headers.get("Retry-After", "1")))
+            continue
+        return response
+    raise AssertionError("no answer after retries")
+
+
+@pytest.mark.services
+@pytest.mark.slow
+def test_concurrent_clients_never_duplicate_or_lose(require_postgres, live_server):
+    _, raw_key = api_key_create(name="router-concurrency", scopes=["ingest"])
+    corpus = _corpus()
+    created, statuses, failures = Counter(), Counter(), []
+    lock = threading.Lock()
+    start = threading.Barrier(CLIENTS)
+
+    def client_run(seed: int) -> None:
+        rng = random.Random(seed)
+        order = corpus[:]
+        rng.shuffle(order)
+        # The first SINGLES go one by one (the single-post path races too), the rest in batches.
+        singles, rest = order[:SINGLES], order[SINGLES:]
+        batches = [rest[i : i + BATCH] for i in range(0, len(rest), BATCH)]
+        # retries: a router whose answer got lost re-sends the same batch
+        batches += rng.sample(batches, 4)
+        headers = {"Authorization": f"Bearer {raw_key}"}
+        with httpx.Client(base_url=live_server.url, headers=headers, timeout=60) as client:
+            start.wait()
+            for payload in singles:
+                response = _post_with_retries(client, payload)
+                with lock:
+                    if response.status_code not in (200, 201):
+                        failures.append((response.status_code, response.text[:300]))
+                        continue
+                    result = response.json()
+                    statuses[result["status"]] += 1
+                    if result["status"] == "created":
+                        created[result["request_id"]] += 1
+            for batch in batches:
+                response = _post_with_retries(client, {"transcripts": batch})
+                with lock:
+                    if response.status_code != 207:
+                        failures.append((response.status_code, response.text[:300]))
+                        continue
+                    for result in response.json()["results"]:
+                        statuses[result["status"]] += 1
+                        if result["status"] == "created":
+                            created[result["request_id"]] += 1
+                        elif result["status"] != "duplicate":
+                            failures.append(result)
+
+    threads = [threading.Thread(target=client_run, args=(seed,)) for seed in range(CLIENTS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=240)
+    assert not any(thread.is_alive() for thread in threads), "a client hung"
+    assert failures == []
+    assert Transcript.objects.filter(source="router-concurrency").count() == TRANSCRIPTS
+    assert len(created) == TRANSCRIPTS and set(created.values()) == {1}  # each created exactly once
+    assert statuses["created"] + statuses["duplicate"] == CLIENTS * (TRANSCRIPTS + 4 * BATCH)
+    assert Flag.objects.filter(reason="auto").count() == TRANSCRIPTS // 100  # one auto flag each, no doubles
