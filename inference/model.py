@@ -1,0 +1,201 @@
+"""Llama decoder for the engine: packed (ragged) batches, paged KV cache, pluggable attention.
+
+The model never names an attention kernel: the engine hands it an `AttentionBatch` holding the
+backend chosen by `kernels.selector.select_attention` from the request's kernel settings, the
+`PagedKVCache` the keys and values are written to, and the layout of the batch. Checkpoint
+quirks (GGUF names, Q/K permutation, fused projections, tied head) were settled at load time
+(`inference.gguf_loader`), so `forward` is plain math.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from inference.config import ModelConfig
+
+
+@dataclass
+class AttentionBatch:
+    """How the T packed tokens of one forward pass relate to sequences and the cache.
+
+    prefill: T fresh tokens of B whole prompts, `cu_seqlens` (B+1,) int32 delimits them.
+    decode:  T query tokens, each with its own `block_table` row (T, P) int32 and `seq_lens` (T,)
+             int32 = cache positions it sees, its own included (written before attention).
+    """
+
+    mode: str                              # "prefill" | "decode"
+    backend: Any                           # kernels attention backend (.prefill / .decode)
+    cache: Any                             # kernels.kv_cache.PagedKVCache
+    slots: torch.Tensor                    # (T,) int64 cache slot of each token
+    cu_seqlens: torch.Tensor | None = None
+    block_table: torch.Tensor | None = None
+    seq_lens: torch.Tensor | None = None
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # Fused kernel; statistics in fp32 whatever the compute dtype.
+        return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
+
+
+def rope_tables(config: ModelConfig, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin: (max_seq_len, head_dim), halves repeated for rotate-half rope."""
+    d = config.head_dim
+    inv_freq = 1.0 / (config.rope_base ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
+    t = torch.arange(config.max_seq_len, dtype=torch.float32)
+    freqs = torch.outer(t, inv_freq)
+    emb = torch.cat([freqs, freqs], dim=-1)
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    # x: (T, H, D); cos/sin: (T, 1, D)
+    x1, x2 = x.chunk(2, dim=-1)
+    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+
+
+class Attention(nn.Module):
+    def __init__(self, config: ModelConfig, layer_id: int):
+        super().__init__()
+        self.layer_id = layer_id
+        self.n_heads, self.n_kv_heads, self.head_dim = config.n_heads, config.n_kv_heads, config.head_dim
+        self.wqkv = nn.Linear(config.dim, config.qkv_dim, bias=False)
+        self.wo = nn.Linear(config.n_heads * config.head_dim, config.dim, bias=False)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, batch: AttentionBatch) -> torch.Tensor:
+        T = x.shape[0]
+        H, Hkv, D = self.n_heads, self.n_kv_heads, self.head_dim
+        qkv = self.wqkv(x).view(T, H + 2 * Hkv, D)
+        qk = apply_rope(qkv[:, : H + Hkv], cos, sin)           # (T, H + Hkv, D)
+        q, k = qk[:, :H], qk[:, H:]
+        v = qkv[:, H + Hkv:]
+        batch.cache.write(self.layer_id, batch.slots, k, v)
+        if batch.mode == "prefill":
+            out = batch.backend.prefill(q, k, v, batch.cu_seqlens)
+        else:
+            out = batch.backend.decode(q, batch.cache, self.layer_id, batch.block_table, batch.seq_lens)
+        assert out.shape == (T, H, D), f"attention backend returned {tuple(out.shape)}, expected {(T, H, D)}"
+        return self.wo(out.reshape(T, H * D))
+
+
+class FeedForward(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.hidden = config.intermediate_size
+        self.w13 = nn.Linear(config.dim, 2 * config.intermediate_size, bias=False)  # gate, up fused
+        self.w2 = nn.Linear(config.intermediate_size, config.dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, up = self.w13(x).split(self.hidden, dim=-1)
+        return self.w2(F.silu(gate) * up)
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, config: ModelConfig, layer_id: int):
+        super().__init__()
+        self.attention = Attention(config, layer_id)
+        self.feed_forward = FeedForward(config)
+        self.attention_norm = RMSNorm(config.dim, config.norm_eps)
+        self.ffn_norm = RMSNorm(config.dim, config.norm_eps)
+
+    def forward(self, x, cos, sin, batch: AttentionBatch) -> torch.Tensor:
+        h = x + self.attention(self.attention_norm(x), cos, sin, batch)
+        return h + self.feed_forward(self.ffn_norm(h))
+
+
+class Transformer(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.tok_embeddings = nn.Embedding(config.vocab_size, config.dim)
+        self.layers = nn.ModuleList(TransformerBlock(config, i) for i in range(config.n_layers))
+        self.norm = RMSNorm(config.dim, config.norm_eps)
+        self.output = None if config.tie_embeddings else nn.Linear(config.dim, config.vocab_size, bias=False)
+        self.head: nn.Module | None = None   # optional optimized projection (see pack_linears)
+        cos, sin = rope_tables(config, torch.float32)
+        self.register_buffer("rope_cos", cos, persistent=False)
+        self.register_buffer("rope_sin", sin, persistent=False)
+
+    def to_dtype(self, dtype: torch.dtype) -> "Transformer":
+        self.to(dtype)
+        cos, sin = rope_tables(self.config, torch.float32)
+        self.rope_cos, self.rope_sin = cos.to(dtype), sin.to(dtype)
+        return self
+
+    @property
+    def head_weight(self) -> torch.Tensor:
+        return self.tok_embeddings.weight if self.output is None else self.output.weight
+
+    def forward(self, tokens: torch.Tensor, positions: torch.Tensor, batch: AttentionBatch,
+                output_indices: torch.Tensor | None = None) -> torch.Tensor:
+        """tokens, positions: (T,) -> final-normed hidden states (len(output_indices) or T, dim).
+        Logits come from `logits()`, so callers project only the rows they need."""
+        assert tokens.dim() == 1 and tokens.shape == positions.shape, "tokens and positions must be (T,)"
+        x = self.tok_embeddings(tokens)                              # (T, dim)
+        cos = self.rope_cos[positions].unsqueeze(1)                  # (T, 1, D)
+        sin = self.rope_sin[positions].unsqueeze(1)
+        for layer in self.layers:
+            x = layer(x, cos, sin, batch)
+        if output_indices is not None:
+            x = x[output_indices]
+        return self.norm(x)
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(N, dim) final hidden -> (N, vocab) float32 logits."""
+        head = self.head if self.head is not None else (lambda h: F.linear(h, self.head_weight))
+        return head(hidden).float()
+
+    def load_gguf_state(self, state: dict[str, torch.Tensor]) -> None:
+        expected = set(self.state_dict())
+        missing = expected - set(state)
+        unexpected = set(state) - expected
+        if missing or unexpected:
+            raise ValueError(f"checkpoint does not fit the model: missing {sorted(missing)[:5]}, "
+                             f"unexpected {sorted(unexpected)[:5]}")
+        with torch.no_grad():
+            for name, param in self.named_parameters():
+                src = state[name]
+                if src.shape != param.shape:
+                    raise ValueError(f"{name}: checkpoint shape {tuple(src.shape)} != model {tuple(param.shape)}")
+                param.copy_(src)
+
+
+class PackedLinear(nn.Module):
+    """A bias-free linear layer whose weight is pre-packed once for oneDNN (bf16 on CPU): about
+    2x faster than F.linear for the skinny matrices of decoding. Same math, same weights."""
+
+    def __init__(self, weight: torch.Tensor):
+        super().__init__()
+        self.out_features = weight.shape[0]
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = x.shape
+        out = torch.ops.mkldnn._linear_pointwise(x.reshape(-1, shape[-1]), self.packed, None, "none", [], "")
+        return out.view(*shape[:-1], self.out_features)
+
+
+def can_pack_linears(device: torch.device, dtype: torch.dtype) -> bool:
+    return (device.type == "cpu" and dtype == torch.bfloat16 and torch.backends.mkldnn.is_available()
+            and hasattr(torch.ops.mkldnn, "_reorder_linear_weight"))
+
+
+def pack_linears(model: Transformer) -> Transformer:
+    """Swap every nn.Linear (and the tied head) for a PackedLinear. Called by the engine at load
+    time on CPU/bf16, so the model itself stays plain."""
+    model.head = PackedLinear(model.head_weight)
+    for module in list(model.layers.modules()):
+        for name, child in list(module.named_children()):
+            if isinstance(child, nn.Linear):
+                setattr(module, name, PackedLinear(child.weight))
+    return model

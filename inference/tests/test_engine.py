@@ -1,0 +1,174 @@
+"""Engine behaviour: continuous batching, seeded reproducibility, stops, logprobs vs teacher
+forcing, preemption, divergence, and clear errors for bad input."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from inference.engine import EngineError, GenerationRequest, SamplingParams
+from kernels.selector import KernelUnavailableError
+from kernels.settings import KernelSettings, KernelSettingsError
+
+STOCK = KernelSettings()
+
+
+def chat(engine, text):
+    return engine.apply_chat_template([{"role": "user", "content": text}])
+
+
+def req(rid, prompt, **sampling):
+    kernel = sampling.pop("kernel", STOCK)
+    return GenerationRequest(rid, prompt, SamplingParams(**sampling), kernel)
+
+
+def run_events(engine, requests, *, add_after_steps=None):
+    """Drive step() by hand; `add_after_steps` = (n, [requests]) joins requests mid-flight."""
+    for r in requests:
+        engine.add_request(r)
+    events, steps = {}, 0
+    while engine.has_work() or (add_after_steps and add_after_steps[1]):
+        if add_after_steps and steps == add_after_steps[0]:
+            for r in add_after_steps[1]:
+                engine.add_request(r)
+            add_after_steps = None
+        for ev in engine.step():
+            events.setdefault(ev.request_id, []).append(ev)
+        steps += 1
+    return events
+
+
+def test_same_seed_same_text_in_any_batch_composition(engine):
+    target = lambda: req("target", chat(engine, "Write a haiku about the sea."), temperature=0.6, top_p=0.95,
+                         seed=7, max_tokens=24)
+    alone = engine.generate([target()])[0]
+    others = [
+        req("o1", chat(engine, "List three fruits."), temperature=0.6, seed=1, max_tokens=30),
+        req("o2", chat(engine, "Explain gravity to a child in detail, please."), temperature=0, max_tokens=12),
+        req("o3", chat(engine, "Hi"), temperature=1.0, top_k=40, seed=3, max_tokens=20,
+            kernel=KernelSettings(page_size=32)),  # another cache layout in the same engine
+    ]
+    together = engine.generate([others[0], target(), others[1], others[2]])[1]
+    assert together.token_ids == alone.token_ids and together.text == alone.text
+    # Joining mid-flight, while other sequences are decoding.
+    others = [req(f"m{i}", chat(engine, f"Count to {i + 3}."), temperature=0.6, seed=i, max_tokens=20)
+              for i in range(3)]
+    events = run_events(engine, others, add_after_steps=(4, [target()]))
+    assert [e.token_id for e in events["target"]] == alone.token_ids
+    assert "".join(e.text for e in events["target"]) == alone.text
+    # A different seed gives a different sample (not just a replay of the dice).
+    other_seed = engine.generate([req("t2", target().prompt_ids, temperature=0.6, top_p=0.95, seed=8,
+                                      max_tokens=24)])[0]
+    assert other_seed.token_ids != alone.token_ids
+
+
+def test_eos_ends_with_stop_and_is_not_in_the_text(engine):
+    result = engine.generate([req("eos", chat(engine, "What is the capital of France?"), temperature=0,
+                                  max_tokens=40)])[0]
+    assert result.finish_reason == "stop"
+    assert result.token_ids[-1] in engine.tokenizer.eos_token_ids
+    assert "<|im_end|>" not in result.text and result.text.strip()
+    assert result.completion_tokens == len(result.token_ids) < 40
+
+
+def test_max_tokens_ends_with_length(engine):
+    result = engine.generate([req("len", chat(engine, "Write a long essay about rivers."), temperature=0,
+                                  max_tokens=5)])[0]
+    assert result.finish_reason == "length" and result.completion_tokens == 5
+    assert result.text == engine.tokenizer.decode(result.token_ids)
+
+
+def test_stop_strings_cut_the_text_and_stream_consistently(engine):
+    prompt = chat(engine, "Write a long essay about rivers.")
+    full = engine.generate([req("full", prompt, temperature=0, max_tokens=30)])[0]
+    words = full.text.split()
+    stop = " " + words[4]  # a multi-character stop string in the middle of the text
+    cut = full.text[: full.text.index(stop)]
+    events = run_events(engine, [req("stop", prompt, temperature=0, max_tokens=30, stop=(stop, "NEVER-SEEN"))])
+    evs = events["stop"]
+    assert evs[-1].finished and evs[-1].finish_reason == "stop"
+    assert "".join(e.text for e in evs) == cut
+    assert all(not e.finished for e in evs[:-1])
+    assert len(evs) < len(full.token_ids)
+
+
+def test_logprobs_agree_with_teacher_forcing(engine):
+    prompt = chat(engine, "Describe a sunset.")
+    result = engine.generate([req("lp", prompt, temperature=0.6, seed=11, max_tokens=20, logprobs=True,
+                                  top_logprobs=3)])[0]
+    assert len(result.logprobs) == len(result.token_ids) == len(result.top_logprobs)
+    forced = engine.divergence(prompt, result.token_ids, STOCK, STOCK, top_k=3)
+    assert torch.allclose(torch.tensor(result.logprobs), torch.tensor(forced["reference"]["logprobs"]), atol=1e-4)
+    for top, forced_top in zip(result.top_logprobs, forced["reference"]["top_logprobs"]):
+        assert [t[1] for t in top] == [t[1] for t in forced_top]
+        assert [t[0] for t in top] == [engine.tokenizer.token_str(t[1]) for t in top]
+        assert top[0][2] >= top[1][2] >= top[2][2]
+
+
+def test_preempted_sequences_resume_with_the_same_samples(engine):
+    prompts = [chat(engine, f"Tell me fact number {i} about owls.") for i in range(4)]
+    make = lambda: [req(f"p{i}", p, temperature=0.6, seed=i, max_tokens=24) for i, p in enumerate(prompts)]
+    roomy = engine.generate(make())
+    tight = engine.fork(max_cache_tokens=len(prompts[0]) * 2 + 64)  # fits ~2 sequences at a time
+    squeezed = tight.generate(make())
+    assert [r.token_ids for r in squeezed] == [r.token_ids for r in roomy]
+    group = tight._groups[STOCK.cache_key]
+    assert group.allocator.num_free == group.allocator.num_pages  # every page came back
+
+
+def test_abort_frees_pages_and_stops_events(engine):
+    small = engine.fork(max_cache_tokens=512)
+    small.add_request(req("a", chat(engine, "Tell me a story."), temperature=0.6, seed=1, max_tokens=50))
+    small.add_request(req("b", chat(engine, "Tell me a joke."), temperature=0.6, seed=2, max_tokens=3))
+    small.step()
+    assert small.abort("a") and not small.abort("a")
+    seen = set()
+    while small.has_work():
+        seen |= {e.request_id for e in small.step()}
+    assert seen == {"b"}
+    group = small._groups[STOCK.cache_key]
+    assert group.allocator.num_free == group.allocator.num_pages
+
+
+def test_divergence_between_kernel_settings(engine):
+    prompt = chat(engine, "Write a paragraph about the history of Rome and its emperors.")
+    cont = engine.generate([req("d", prompt, temperature=0, max_tokens=24)])[0].token_ids
+    same = engine.divergence(prompt, cont, STOCK, KernelSettings(attention="sparse", sparse_budget=4096))
+    assert same["max_kl"] < 1e-6 and same["top1_agreement"] == 1.0 and same["first_over_threshold"] is None
+    tiny = KernelSettings(attention="sparse", page_size=8, sparse_budget=24, sink_pages=1, local_pages=2)
+    sparse = engine.divergence(prompt, cont, STOCK, tiny, kl_threshold=0.0, top_k=2, return_distributions=True)
+    assert len(sparse["kl"]) == len(cont) == sparse["num_tokens"]
+    assert sparse["kl"][0] < 1e-6  # position 0 comes from the (dense) prefill in both
+    assert sparse["max_kl"] > 1e-4 and sparse["first_over_threshold"] is not None
+    dist = torch.tensor(sparse["candidate"]["distributions"])
+    assert dist.shape == (len(cont), engine.config.vocab_size)
+    assert torch.allclose(dist.sum(-1), torch.ones(len(cont)), atol=1e-4)
+    lp = torch.tensor(sparse["candidate"]["logprobs"])
+    assert torch.allclose(dist[torch.arange(len(cont)), torch.tensor(cont)].log(), lp, atol=1e-4)
+    assert "distributions" not in same["reference"]
+
+
+def test_bad_input_raises_clear_errors(engine):
+    prompt = chat(engine, "Hi")
+    with pytest.raises(EngineError, match="context"):
+        engine.add_request(req("long", [100] * engine.config.max_seq_len, max_tokens=1))
+    with pytest.raises(EngineError, match="KV cache"):
+        engine.fork(max_cache_tokens=64).add_request(req("big", [100] * 100, max_tokens=1))
+    with pytest.raises(EngineError, match="out of range"):
+        engine.add_request(req("vocab", [engine.config.vocab_size], max_tokens=1))
+    with pytest.raises(EngineError, match="empty"):
+        engine.add_request(req("empty", [], max_tokens=1))
+    with pytest.raises(EngineError, match="top_p"):
+        SamplingParams(top_p=0)
+    with pytest.raises(EngineError, match="max_tokens"):
+        SamplingParams(max_tokens=0)
+    with pytest.raises(KernelSettingsError, match="attention"):
+        engine.check_kernel({"attention": "magic"})
+    with pytest.raises(KernelUnavailableError, match="TRITON_INTERPRET|triton"):
+        engine.add_request(req("tri", prompt, kernel=KernelSettings(attention="sparse", decode_kernel="triton")))
+    engine.add_request(req("dup", prompt, max_tokens=1))
+    with pytest.raises(EngineError, match="already"):
+        engine.add_request(req("dup", prompt, max_tokens=1))
+    while engine.has_work():
+        engine.step()
+    assert not engine.has_work()
