@@ -1,0 +1,2 @@
+"""Attention implementations: dense (prefill and paged decode, the reference), sparse decode
+over indexer-selected pages in torch (reference.py) and Triton (triton.py, imported lazily)."""

@@ -1,0 +1,214 @@
+"""Paged KV cache shared by every attention implementation.
+
+Layout (docs/contracts.md):
+
+    k, v        (L, num_pages, page_size, Hkv, D)  storage dtype: the compute dtype, or
+                                                   torch.float8_e4m3fn for kv_cache_dtype="fp8_e4m3"
+    k_scale,    (L, Hkv) float32                   dequantized = stored.float() * scale
+    v_scale                                        (ones for "auto")
+    kmin, kmax  (L, num_pages, Hkv, D) float32     per-page elementwise bounds of the keys as the
+                                                   attention reads them (dequantized); views into
+                                                   `kbounds` (L, Hkv, num_pages, 2, D) so that the
+                                                   indexer reads both bounds of a page and KV head
+                                                   as one contiguous row.
+
+A slot is `page_id * page_size + offset`. The engine owns page allocation; it calls
+`reset_pages` when it hands pages to a sequence, so the bounds start empty (+inf / -inf).
+
+FP8 scale policy (per layer and KV head, computed from the values written)
+--------------------------------------------------------------------------
+e4m3 has ~2 significant decimal digits at every magnitude between 2**-6 and 448, so a scale
+only has to put the largest value near (not above) 448; headroom costs precision only for
+values that fall into the subnormal range. A scale therefore is fixed once per layer and
+then never changes: changing it would require re-quantizing pages already written, and would
+make a request's numbers depend on what other requests wrote before it.
+
+* `calibrate(layer, k, v)` fixes the scales of a layer from representative keys/values:
+  scale = headroom * amax / 448 per KV head. The engine should call it once per layer at
+  start-up on a fixed calibration prompt, so that results are reproducible whatever order
+  requests arrive in (vLLM's on-the-fly calibration does the same).
+* Otherwise the first `write` to a layer calibrates it from the values being written.
+* Values beyond the calibrated range saturate at +-448 * scale (never inf / NaN).
+  `saturated` counts saturated elements per (layer, KV head), so a caller can tell.
+"""
+
+from __future__ import annotations
+
+import torch
+
+FP8_DTYPE = torch.float8_e4m3fn
+FP8_MAX = 448.0  # largest finite float8_e4m3fn
+# Scale floor so an all-zero calibration batch cannot produce a zero scale.
+_MIN_AMAX = 1e-6
+
+
+def fp8_quantize(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """Quantize `x` (..., Hkv, D) with per-head `scale` (Hkv,) to float8_e4m3fn, saturating."""
+    scaled = x.float() / scale[:, None]
+    return scaled.clamp_(-FP8_MAX, FP8_MAX).to(FP8_DTYPE)
+
+
+def fp8_dequantize(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """Inverse of fp8_quantize: (..., Hkv, D) float8 -> float32."""
+    return x.float() * scale[:, None]
+
+
+class PagedKVCache:
+    def __init__(
+        self,
+        *,
+        num_layers: int,
+        num_pages: int,
+        page_size: int,
+        n_kv_heads: int,
+        head_dim: int,
+        dtype: torch.dtype,
+        kv_cache_dtype: str = "auto",
+        device: str | torch.device = "cpu",
+        fp8_headroom: float = 2.0,
+    ) -> None:
+        if kv_cache_dtype not in ("auto", "fp8_e4m3"):
+            raise ValueError(f"kv_cache_dtype must be 'auto' or 'fp8_e4m3', got {kv_cache_dtype!r}")
+        if fp8_headroom < 1.0:
+            raise ValueError(f"fp8_headroom must be >= 1, got {fp8_headroom}")
+        self.num_layers = num_layers
+        self.num_pages = num_pages
+        self.page_size = page_size
+        self.n_kv_heads = n_kv_heads
+        self.head_dim = head_dim
+        self.dtype = dtype
+        self.kv_cache_dtype = kv_cache_dtype
+        self.device = torch.device(device)
+        self.fp8_headroom = float(fp8_headroom)
+        self.is_fp8 = kv_cache_dtype == "fp8_e4m3"
+        self.storage_dtype = FP8_DTYPE if self.is_fp8 else dtype
+
+        shape = (num_layers, num_pages, page_size, n_kv_heads, head_dim)
+        self.k = torch.zeros(shape, dtype=self.storage_dtype, device=self.device)
+        self.v = torch.zeros(shape, dtype=self.storage_dtype, device=self.device)
+        self.k_scale = torch.ones(num_layers, n_kv_heads, dtype=torch.float32, device=self.device)
+        self.v_scale = torch.ones(num_layers, n_kv_heads, dtype=torch.float32, device=self.device)
+        # Per layer: have the fp8 scales been fixed? (Host-side list: no device sync to read.)
+        self.calibrated = [not self.is_fp8] * num_layers
+        self.saturated = torch.zeros(num_layers, n_kv_heads, dtype=torch.int64, device=self.device)
+
+        # Head-major so that one KV head's bounds of a page are one contiguous row of 2*D floats
+        # ([kmin | kmax]): the indexer reads one row per (head, page).
+        self.kbounds = torch.empty(
+            num_layers, n_kv_heads, num_pages, 2, head_dim, dtype=torch.float32, device=self.device
+        )
+        self.kmin = self.kbounds[:, :, :, 0, :].transpose(1, 2)  # (L, P, Hkv, D) view
+        self.kmax = self.kbounds[:, :, :, 1, :].transpose(1, 2)  # (L, P, Hkv, D) view
+        self.kmin.fill_(float("inf"))
+        self.kmax.fill_(float("-inf"))
+
+    # ------------------------------------------------------------------ bookkeeping
+    @property
+    def num_slots(self) -> int:
+        return self.num_pages * self.page_size
+
+    def reset_pages(self, page_ids: torch.Tensor) -> None:
+        """Forget the key bounds of pages being (re)allocated. K/V contents need no clearing:
+        attention reads only positions < seq_len, all of which the new owner writes."""
+        page_ids = torch.as_tensor(page_ids, dtype=torch.long, device=self.device).reshape(-1)
+        if page_ids.numel() == 0:
+            return
+        self.kmin[:, page_ids] = float("inf")
+        self.kmax[:, page_ids] = float("-inf")
+
+    def calibrate(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Fix the fp8 scales of `layer` from sample keys/values (N, Hkv, D). No-op for "auto".
+        Call before anything is written to the layer (stored pages are not re-quantized)."""
+        if not self.is_fp8:
+            return
+        self._check_kv(k, v)
+        headroom = self.fp8_headroom / FP8_MAX
+        self.k_scale[layer] = k.detach().float().abs().amax(dim=(0, 2)).clamp_min(_MIN_AMAX) * headroom
+        self.v_scale[layer] = v.detach().float().abs().amax(dim=(0, 2)).clamp_min(_MIN_AMAX) * headroom
+        self.calibrated[layer] = True
+
+    def set_scales(self, layer: int, k_scale: torch.Tensor, v_scale: torch.Tensor) -> None:
+        """Fix the fp8 scales of `layer` explicitly, (Hkv,) each (e.g. from a checkpoint)."""
+        if not self.is_fp8:
+            return
+        self.k_scale[layer] = torch.as_tensor(k_scale, dtype=torch.float32, device=self.device)
+        self.v_scale[layer] = torch.as_tensor(v_scale, dtype=torch.float32, device=self.device)
+        self.calibrated[layer] = True
+
+    # ------------------------------------------------------------------ writes
+    def write(self, layer: int, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Store N tokens' keys/values (N, Hkv, D) at `slots` (N,) of `layer`; quantize for fp8
+        (in torch) and widen the key bounds of the pages touched."""
+        self._check_kv(k, v)
+        slots = slots.to(device=self.device, dtype=torch.long).reshape(-1)
+        if slots.numel() != k.shape[0]:
+            raise ValueError(f"{slots.numel()} slots for {k.shape[0]} tokens")
+        if slots.numel() == 0:
+            return
+        Hkv, D = self.n_kv_heads, self.head_dim
+        k_layer = self.k[layer].view(self.num_slots, Hkv, D)
+        v_layer = self.v[layer].view(self.num_slots, Hkv, D)
+        if self.is_fp8:
+            if not self.calibrated[layer]:
+                self.calibrate(layer, k, v)
+            k_scale, v_scale = self.k_scale[layer], self.v_scale[layer]
+            k_limit, v_limit = (k_scale * FP8_MAX)[:, None], (v_scale * FP8_MAX)[:, None]
+            self.saturated[layer] += (k.float().abs() > k_limit).sum(dim=(0, 2))
+            self.saturated[layer] += (v.float().abs() > v_limit).sum(dim=(0, 2))
+            k_stored = fp8_quantize(k, k_scale)
+            k_layer[slots] = k_stored
+            v_layer[slots] = fp8_quantize(v, v_scale)
+            k_read = fp8_dequantize(k_stored, k_scale)  # bounds of what attention will read
+        else:
+            k_stored = k.to(self.dtype)
+            k_layer[slots] = k_stored
+            v_layer[slots] = v.to(self.dtype)
+            k_read = k_stored.float()
+
+        # Widen the bounds of the pages touched: scatter-reduce each token's key into its page.
+        pages = torch.div(slots, self.page_size, rounding_mode="floor")
+        touched, local = torch.unique(pages, return_inverse=True)
+        index = local[:, None].expand(-1, Hkv * D)
+        flat = k_read.reshape(-1, Hkv * D)
+        kmin = self.kmin[layer, touched].reshape(-1, Hkv * D)
+        kmax = self.kmax[layer, touched].reshape(-1, Hkv * D)
+        kmin.scatter_reduce_(0, index, flat, reduce="amin", include_self=True)
+        kmax.scatter_reduce_(0, index, flat, reduce="amax", include_self=True)
+        self.kmin[layer, touched] = kmin.view(-1, Hkv, D)
+        self.kmax[layer, touched] = kmax.view(-1, Hkv, D)
+
+    def _check_kv(self, k: torch.Tensor, v: torch.Tensor) -> None:
+        expected = (self.n_kv_heads, self.head_dim)
+        if k.dim() != 3 or tuple(k.shape[1:]) != expected or k.shape != v.shape:
+            raise ValueError(
+                f"k and v must both be (N, {self.n_kv_heads}, {self.head_dim}); "
+                f"got {tuple(k.shape)} and {tuple(v.shape)}"
+            )
+
+    # ------------------------------------------------------------------ reads
+    def dequantized(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(num_pages, page_size, Hkv, D) float32 keys and values of `layer` as attention reads
+        them. Whole-layer copy: for tests and references, not the hot path."""
+        k, v = self.k[layer], self.v[layer]
+        if self.is_fp8:
+            return fp8_dequantize(k, self.k_scale[layer]), fp8_dequantize(v, self.v_scale[layer])
+        return k.float(), v.float()
+
+    def gather_pages(
+        self, layer: int, page_ids: torch.Tensor, *, values: bool
+    ) -> torch.Tensor:
+        """Keys (or values) of the pages `page_ids` (...), dequantized to float32:
+        (..., page_size, Hkv, D)."""
+        store = self.v[layer] if values else self.k[layer]
+        pages = store[page_ids.long()]
+        if self.is_fp8:
+            scale = (self.v_scale if values else self.k_scale)[layer]
+            return fp8_dequantize(pages, scale)
+        return pages.float()
+
+    def __repr__(self) -> str:
+        return (
+            f"PagedKVCache(layers={self.num_layers}, pages={self.num_pages}x{self.page_size}, "
+            f"kv_heads={self.n_kv_heads}, head_dim={self.head_dim}, dtype={self.dtype}, "
+            f"kv_cache_dtype={self.kv_cache_dtype!r}, device={self.device})"
+        )

