@@ -126,6 +126,17 @@ class Command(BaseCommand):
             raise CommandError("--url needs --key (python manage.py create_api_key --name bench --scopes ingest)")
         run = f"bench-{int(time.time())}"
         server, key_obj = None, None
+        if not opts["url"]:
+            from django.db import OperationalError, connection
+
+            try:
+                connection.ensure_connection()
+            except OperationalError as exc:
+                raise CommandError(
+                    f"cannot reach the database ({str(exc).strip().splitlines()[-1]}); create it and migrate "
+                    "(e.g. createdb -h 127.0.0.1 -U postgres triage && DATABASE_URL=... python manage.py migrate), "
+                    "or pass --url and --key of a running server"
+                ) from None
         try:
             if opts["url"]:
                 url, raw_key = opts["url"].rstrip("/"), opts["key"]
