@@ -19,7 +19,6 @@ and `abort` while another runs `step()`.
 from __future__ import annotations
 
 import itertools
-import math
 import os
 import threading
 import time
@@ -74,6 +73,7 @@ class SamplingParams:
     stop: tuple[str, ...] = ()
     logprobs: bool = False
     top_logprobs: int = 0
+    ignore_eos: bool = False          # benchmarks: always generate max_tokens
 
     def __post_init__(self) -> None:
         if isinstance(self.stop, str):
@@ -321,7 +321,7 @@ class Engine:
         bar = None
         if progress:
             from tqdm import tqdm
-            bar = tqdm(total=sum(r.sampling.max_tokens for r in requests), unit="tok", desc="generate")
+            bar = tqdm(total=sum(r.sampling.max_tokens for r in requests), unit="tok", desc="generate", mininterval=2)
         try:
             while any(s["done"] is None for s in state.values()):
                 events = self.step()
@@ -675,7 +675,7 @@ class Engine:
     def _append_token(self, seq: _Sequence, tok: int, lp: float | None, top) -> TokenEvent:
         seq.tokens.append(tok)
         reason = None
-        if tok in self.eos_ids:
+        if tok in self.eos_ids and not seq.sampling.ignore_eos:
             reason = "stop"
             seq.text += seq.detok.flush()
         else:
