@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 from django.views.generic import DetailView, ListView
 
+from kernels.settings import KernelSettings, KernelSettingsError
 from triage import content_codec, selectors, services
 from triage.models import Flag, Transcript
 from triage.roles import can_flag
@@ -70,15 +71,47 @@ class TranscriptDetailView(DetailView):
         # Stored content may be NUL-escaped (PostgreSQL can't hold U+0000): show it as sent,
         # with NUL drawn as ␀ since HTML cannot carry it.
         decode = lambda value: content_codec.decode(value, t.content_encoding)  # noqa: E731
-        context["response_text"] = decode(t.response).replace("\x00", "\u2400")
+        response_text = decode(t.response)
+        context["response_segments"] = highlight_segments(response_text, (t.metrics or {}).get("highlights") or [])
         context["conversation"] = [
             {"role": m.get("role", "?"), "text": _message_text(decode(m)).replace("\x00", "\u2400")}
             for m in (t.messages or []) if isinstance(m, dict)
         ]
+        context["kernel_label"] = _kernel_label(t.kernel)
         context["can_flag"] = can_flag(self.request.user)
         context["flag_form"] = FlagForm()
         context["statuses"] = Flag.Status.choices
         return context
+
+
+def highlight_segments(text: str, highlights: list) -> list[dict]:
+    """Split the response into plain and highlighted pieces (loops, invented turns) from the
+    verdict's character spans; overlapping spans keep the first."""
+    segments, cursor = [], 0
+    spans = sorted(
+        (h for h in highlights if isinstance(h, dict) and isinstance(h.get("start"), int) and isinstance(h.get("end"), int)),
+        key=lambda h: h["start"],
+    )
+    for span in spans:
+        start, end = max(span["start"], cursor), min(span["end"], len(text))
+        if start >= end:
+            continue
+        if start > cursor:
+            segments.append({"text": text[cursor:start], "kind": ""})
+        segments.append({"text": text[start:end], "kind": span.get("kind", "highlight"), "label": span.get("label", "")})
+        cursor = end
+    if cursor < len(text) or not segments:
+        segments.append({"text": text[cursor:], "kind": ""})
+    for segment in segments:
+        segment["text"] = segment["text"].replace("\x00", "\u2400")
+    return segments
+
+
+def _kernel_label(kernel) -> str:
+    try:
+        return KernelSettings.from_dict(kernel or None).label
+    except (KernelSettingsError, TypeError):
+        return str(kernel)
 
 
 def _message_text(message: dict) -> str:

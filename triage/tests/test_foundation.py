@@ -133,3 +133,21 @@ def test_compose_file_is_valid():
                              capture_output=True, text=True, timeout=60)
     complaint = missing.stderr + missing.stdout
     assert missing.returncode != 0 and ("SECRET_KEY" in complaint or "POSTGRES_PASSWORD" in complaint)
+
+
+@pytest.mark.django_db
+def test_detail_page_highlights_the_loop_and_escapes_it(client):
+    from triage import services
+
+    text = "Here is your page.\n" + "</div><script>x()</script>\n" * 60
+    result = services.transcript_ingest(source="t", payload={
+        "request_id": "loop-1", "messages": [{"role": "user", "content": "page please"}],
+        "response": {"content": text, "finish_reason": "length"}, "sampling": {"temperature": 0.6},
+    })
+    assert result.status == "created"
+    client.force_login(get_user_model().objects.create_user("viewer", password="pw-viewer-123"))
+    page = client.get(f"/transcripts/{result.id}/").content.decode()
+    assert '<mark class="hl-loop"' in page
+    assert "<script>x()" not in page and "&lt;script&gt;x()&lt;/script&gt;" in page
+    before, marked = page.split('<mark class="hl-loop"', 1)
+    assert "Here is your page." in before  # the healthy prefix stays unmarked
