@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import free_port
+from triage.net import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

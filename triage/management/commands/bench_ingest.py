@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,6 +26,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 from tqdm import tqdm
+
+from triage.net import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 WORDS = ("the model cache kernel attention token decode prefill page budget sparse dense query key value "
@@ -94,12 +95,6 @@ def process_tree_cpu_s(root_pid: int | None) -> float | None:
                 tree.add(child)
                 frontier.append(child)
     return sum(cpu.get(pid, 0.0) for pid in tree)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Command(BaseCommand):
