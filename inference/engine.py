@@ -305,8 +305,10 @@ class Engine:
             if self._waiting:  # nothing running and the head still does not fit: cannot ever
                 seq = self._waiting.popleft()
                 self._ids.discard(seq.id)
-                raise EngineError(f"request {seq.id!r} needs more KV cache than the engine has "
+                err = EngineError(f"request {seq.id!r} needs more KV cache than the engine has "
                                   f"({self.max_cache_tokens} tokens)")
+                err.request_id = seq.id  # the failure is this request's alone (replicas fail just it)
+                raise err
             return []
 
     def generate(self, requests: Sequence[GenerationRequest], *, progress: bool = False) -> list[GenerationResult]:

@@ -35,6 +35,7 @@ class AttentionBatch:
     cu_seqlens: torch.Tensor | None = None
     block_table: torch.Tensor | None = None
     seq_lens: torch.Tensor | None = None
+    plan: Any = None                       # backend's per-step decode plan, built once, shared by all layers
 
 
 class RMSNorm(nn.Module):
@@ -83,7 +84,8 @@ class Attention(nn.Module):
         if batch.mode == "prefill":
             out = batch.backend.prefill(q, k, v, batch.cu_seqlens)
         else:
-            out = batch.backend.decode(q, batch.cache, self.layer_id, batch.block_table, batch.seq_lens)
+            extra = {} if batch.plan is None else {"plan": batch.plan}
+            out = batch.backend.decode(q, batch.cache, self.layer_id, batch.block_table, batch.seq_lens, **extra)
         assert out.shape == (T, H, D), f"attention backend returned {tuple(out.shape)}, expected {(T, H, D)}"
         return self.wo(out.reshape(T, H * D))
 
@@ -141,6 +143,9 @@ class Transformer(nn.Module):
         """tokens, positions: (T,) -> final-normed hidden states (len(output_indices) or T, dim).
         Logits come from `logits()`, so callers project only the rows they need."""
         assert tokens.dim() == 1 and tokens.shape == positions.shape, "tokens and positions must be (T,)"
+        if batch.mode == "decode" and batch.plan is None and hasattr(batch.backend, "plan_decode"):
+            # Block tables, lengths and masks laid out once per step, not once per layer.
+            batch.plan = batch.backend.plan_decode(batch.cache, batch.block_table, batch.seq_lens)
         x = self.tok_embeddings(tokens)                              # (T, dim)
         cos = self.rope_cos[positions].unsqueeze(1)                  # (T, 1, D)
         sin = self.rope_sin[positions].unsqueeze(1)
@@ -171,8 +176,13 @@ class Transformer(nn.Module):
 
 
 class PackedLinear(nn.Module):
-    """A bias-free linear layer whose weight is pre-packed once for oneDNN (bf16 on CPU): about
-    2x faster than F.linear for the skinny matrices of decoding. Same math, same weights."""
+    """A bias-free linear layer whose weight is pre-packed once for oneDNN: about 2x faster than
+    F.linear for the skinny matrices of decoding in bf16. Same math, same weights.
+
+    Batch invariant: a row's result does not depend on the other rows of the call (needed for
+    "the same seed gives the same text whatever the batch"). oneDNN sums a lone row in another
+    order than rows of a larger batch (and MKL's fp32 F.linear changes order with the row
+    count), so a single row is computed as a batch of two."""
 
     def __init__(self, weight: torch.Tensor):
         super().__init__()
@@ -181,18 +191,24 @@ class PackedLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
-        out = torch.ops.mkldnn._linear_pointwise(x.reshape(-1, shape[-1]), self.packed, None, "none", [], "")
+        rows = x.reshape(-1, shape[-1])
+        single = rows.shape[0] == 1
+        if single:
+            rows = torch.cat([rows, rows])
+        out = torch.ops.mkldnn._linear_pointwise(rows, self.packed, None, "none", [], "")
+        if single:
+            out = out[:1]
         return out.view(*shape[:-1], self.out_features)
 
 
 def can_pack_linears(device: torch.device, dtype: torch.dtype) -> bool:
-    return (device.type == "cpu" and dtype == torch.bfloat16 and torch.backends.mkldnn.is_available()
+    return (device.type == "cpu" and dtype in (torch.bfloat16, torch.float32) and torch.backends.mkldnn.is_available()
             and hasattr(torch.ops.mkldnn, "_reorder_linear_weight"))
 
 
 def pack_linears(model: Transformer) -> Transformer:
     """Swap every nn.Linear (and the tied head) for a PackedLinear. Called by the engine at load
-    time on CPU/bf16, so the model itself stays plain."""
+    time on the CPU (bf16 and fp32), so the model itself stays plain."""
     model.head = PackedLinear(model.head_weight)
     for module in list(model.layers.modules()):
         for name, child in list(module.named_children()):

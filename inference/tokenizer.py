@@ -146,9 +146,11 @@ class IncrementalDetokenizer:
         return ""
 
     def flush(self) -> str:
-        """Whatever is still held back (an incomplete character at the very end)."""
+        """Whatever complete text is still held back, at the end of the sequence. The bytes of a
+        character cut off by the end (e.g. max_tokens in the middle of an emoji) are dropped:
+        they would decode to a trailing U+FFFD replacement character."""
         decode = self.tokenizer.decode
         prefix = decode(self.ids[self.prefix_offset:self.read_offset])
         full = decode(self.ids[self.prefix_offset:])
         self.prefix_offset = self.read_offset = len(self.ids)
-        return full[len(prefix):]
+        return full[len(prefix):].rstrip("\ufffd")

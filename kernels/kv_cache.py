@@ -40,6 +40,8 @@ FP8_DTYPE = torch.float8_e4m3fn
 FP8_MAX = 448.0  # largest finite float8_e4m3fn
 # Scale floor so an all-zero calibration batch cannot produce a zero scale.
 _MIN_AMAX = 1e-6
+# Writes of up to this many tokens update the page key bounds in place (see write()).
+_DIRECT_BOUNDS_MAX_TOKENS = 128
 
 
 def fp8_quantize(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
@@ -101,6 +103,7 @@ class PagedKVCache:
         self.kmax = self.kbounds[:, :, :, 1, :].transpose(1, 2)  # (L, P, Hkv, D) view
         self.kmin.fill_(float("inf"))
         self.kmax.fill_(float("-inf"))
+        self._scratch: dict[str, torch.Tensor] = {}
 
     # ------------------------------------------------------------------ bookkeeping
     @property
@@ -156,17 +159,24 @@ class PagedKVCache:
             self.saturated[layer] += (k.float().abs() > k_limit).sum(dim=(0, 2))
             self.saturated[layer] += (v.float().abs() > v_limit).sum(dim=(0, 2))
             k_stored = fp8_quantize(k, k_scale)
-            k_layer[slots] = k_stored
+            k_layer[slots] = k_stored  # (index_copy_ has no float8 kernel)
             v_layer[slots] = fp8_quantize(v, v_scale)
             k_read = fp8_dequantize(k_stored, k_scale)  # bounds of what attention will read
         else:
             k_stored = k.to(self.dtype)
-            k_layer[slots] = k_stored
-            v_layer[slots] = v.to(self.dtype)
+            k_layer.index_copy_(0, slots, k_stored)
+            v_layer.index_copy_(0, slots, v.to(self.dtype))
             k_read = k_stored.float()
 
-        # Widen the bounds of the pages touched: scatter-reduce each token's key into its page.
+        # Widen the bounds of the pages touched. This runs for every layer of every step (only
+        # sparse attention reads the bounds), so a few tokens (decode) scatter-reduce straight
+        # into their pages' rows; many tokens (prefill) reduce over the touched pages first.
         pages = torch.div(slots, self.page_size, rounding_mode="floor")
+        if slots.numel() <= _DIRECT_BOUNDS_MAX_TOKENS:
+            index = pages.view(-1, 1, 1).expand(-1, Hkv, D)
+            self.kmin[layer].scatter_reduce_(0, index, k_read, reduce="amin", include_self=True)
+            self.kmax[layer].scatter_reduce_(0, index, k_read, reduce="amax", include_self=True)
+            return
         touched, local = torch.unique(pages, return_inverse=True)
         index = local[:, None].expand(-1, Hkv * D)
         flat = k_read.reshape(-1, Hkv * D)
@@ -205,6 +215,14 @@ class PagedKVCache:
             scale = (self.v_scale if values else self.k_scale)[layer]
             return fp8_dequantize(pages, scale)
         return pages.float()
+
+    def scratch(self, name: str, numel: int, dtype: torch.dtype) -> torch.Tensor:
+        """A flat work buffer of at least `numel` elements, kept and grown across calls (for the
+        attention's page gathers: a fresh multi-MB buffer page-faults on every call)."""
+        buf = self._scratch.get(name)
+        if buf is None or buf.numel() < numel or buf.dtype != dtype:
+            buf = self._scratch[name] = torch.empty(numel, dtype=dtype, device=self.device)
+        return buf[:numel]
 
     def __repr__(self) -> str:
         return (

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import torch
 
-from kernels.attention.dense import dense_decode, dense_prefill
+from kernels.attention.dense import dense_decode, dense_prefill, plan_decode
 from kernels.indexer.reference import num_selected_pages
 from kernels.kv_cache import PagedKVCache
 from kernels.settings import KernelSettings
@@ -50,8 +50,12 @@ class DenseAttention:
     def prefill(self, q, k, v, cu_seqlens, *, scale: float | None = None) -> torch.Tensor:
         return dense_prefill(q, k, v, cu_seqlens, scale=scale)
 
-    def decode(self, q, cache: PagedKVCache, layer: int, block_table, seq_lens, *, scale=None) -> torch.Tensor:
-        return dense_decode(q, cache, layer, block_table, seq_lens, scale=scale)
+    def plan_decode(self, cache: PagedKVCache, block_table, seq_lens):
+        """Per-step layout (groups, padded page lists, masks) shared by every layer's decode()."""
+        return plan_decode(cache, block_table, seq_lens)
+
+    def decode(self, q, cache: PagedKVCache, layer: int, block_table, seq_lens, *, scale=None, plan=None) -> torch.Tensor:
+        return dense_decode(q, cache, layer, block_table, seq_lens, scale=scale, plan=plan)
 
     def __repr__(self) -> str:
         return f"DenseAttention(device={self.device})"

@@ -24,6 +24,12 @@ def engine(model_path):
 
 
 @pytest.fixture(scope="session")
+def engine_bf16(model_path):
+    """The production dtype (seeded reproducibility must hold in bf16 too)."""
+    return Engine(model_path, dtype="bf16", max_cache_tokens=8192)
+
+
+@pytest.fixture(scope="session")
 def hf_tokenizer(model_path):
     transformers = pytest.importorskip("transformers", reason="transformers is a test dependency (pip install -e .[dev])")
     return transformers.AutoTokenizer.from_pretrained(str(model_path.parent), gguf_file=model_path.name)

@@ -8,6 +8,7 @@ KV head h // G, with G = H // Hkv.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -31,26 +32,92 @@ def dense_prefill(
     """Causal attention within each packed sequence.
 
     q: (T, H, D), k/v: (T, Hkv, D), cu_seqlens: (B+1,) int, -> (T, H, D) in q.dtype.
-    Computed in float32 (the CPU engine's precision; on GPU the inputs' dtype is kept).
+    Computed in the inputs' dtype by SDPA's fused (flash) kernel, which accumulates in float32.
+    KV heads are repeated to the query heads first: `enable_gqa=True` would send SDPA to its
+    slow math fallback on the CPU.
     """
     T, H, D = q.shape
     if k.shape[0] != T or v.shape != k.shape or k.shape[2] != D:
         raise ValueError(f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)} do not match")
-    check_gqa(H, k.shape[1])
-    compute = q.dtype if q.is_cuda else torch.float32
+    G = check_gqa(H, k.shape[1])
     bounds = cu_seqlens.tolist()
     if bounds[0] != 0 or bounds[-1] != T:
         raise ValueError(f"cu_seqlens must run from 0 to {T}, got {bounds}")
+    if G > 1:
+        k, v = k.repeat_interleave(G, dim=1), v.repeat_interleave(G, dim=1)  # query head h reads KV head h // G
     out = torch.empty_like(q)
     for start, end in zip(bounds[:-1], bounds[1:]):
         if end == start:
             continue
-        qs = q[start:end].transpose(0, 1).to(compute)  # (H, L, D)
-        ks = k[start:end].transpose(0, 1).to(compute)  # (Hkv, L, D)
-        vs = v[start:end].transpose(0, 1).to(compute)
-        o = F.scaled_dot_product_attention(qs, ks, vs, is_causal=True, scale=scale, enable_gqa=True)
-        out[start:end] = o.transpose(0, 1).to(q.dtype)
+        qs, ks, vs = (x[start:end].transpose(0, 1) for x in (q, k, v))  # (H, L, D)
+        out[start:end] = F.scaled_dot_product_attention(qs, ks, vs, is_causal=True, scale=scale).transpose(0, 1)
     return out
+
+
+# Decode attention works on fixed chunks of CHUNK positions so that a query's result never
+# depends on the other sequences of its batch (batch invariance, seeded sampling reproducible
+# in any batch): every reduction over positions is either over one whole chunk (a fixed-size
+# GEMM / row sum, the same kernel whatever the batch) or a sequential sum over chunks in index
+# order, to which the all-masked chunks of a shorter sequence add exact zeros.
+_CHUNK_TOKENS = 256
+
+
+@dataclass
+class DecodePlan:
+    """Layout of one decode batch, computed once per step and shared by every layer.
+
+    Queries with identical block-table rows (teacher forcing) form one group that shares one
+    gather of its pages; an ordinary decode step has one query per group."""
+
+    num_queries: int
+    chunk: int                      # positions per chunk (a multiple of the page size)
+    num_chunks: int
+    pages: torch.Tensor             # (U, num_chunks * chunk // page_size) int64 page ids (padding: 0)
+    bias: torch.Tensor              # (U, num_chunks, Qmax, 1, chunk) float32: 0 visible, -inf not
+    order: torch.Tensor | None      # (N,) query order by group, None when every query is its own group
+    group_rank: tuple[torch.Tensor, torch.Tensor] | None  # (group, rank) of the sorted queries
+    queries_per_group: int          # Qmax
+
+
+def plan_decode(cache: PagedKVCache, block_table: torch.Tensor, seq_lens: torch.Tensor) -> DecodePlan:
+    N = block_table.shape[0]
+    S = cache.page_size
+    device = cache.device
+    if seq_lens.shape != (N,):
+        raise ValueError(f"block_table {tuple(block_table.shape)} and seq_lens {tuple(seq_lens.shape)} do not match")
+    seq_lens = seq_lens.to(device=device, dtype=torch.long)
+    max_len = int(seq_lens.max()) if N else 1
+    max_pages = -(-max_len // S)
+    if max_pages > block_table.shape[1]:
+        raise ValueError(f"seq_lens need {max_pages} pages but block_table has {block_table.shape[1]}")
+    chunk = S * -(-_CHUNK_TOKENS // S)
+    num_chunks = max(1, -(-max_len // chunk))
+    T = num_chunks * chunk
+    tables = block_table[:, :max_pages].to(device=device, dtype=torch.long).clamp(0, cache.num_pages - 1)
+
+    # Group queries sharing a block-table row. Distinct first pages => distinct rows (a page has
+    # one owner), the ordinary decode step: no sort needed.
+    if N <= 1 or torch.unique(tables[:, 0]).numel() == N:
+        unique_tables, order, group_rank, q_max = tables, None, None, 1
+        lens = seq_lens[:, None]                                        # (U, 1)
+    else:
+        unique_tables, group = torch.unique(tables, dim=0, return_inverse=True)
+        U = unique_tables.shape[0]
+        counts = torch.bincount(group, minlength=U)
+        order = torch.argsort(group, stable=True)
+        group_sorted = group[order]
+        rank = torch.arange(N, device=device) - (torch.cumsum(counts, 0) - counts)[group_sorted]
+        q_max = int(counts.max())
+        lens = torch.ones(U, q_max, dtype=torch.long, device=device)    # padding queries see 1 position
+        lens[group_sorted, rank] = seq_lens[order]
+        group_rank = (group_sorted, rank)
+    U = unique_tables.shape[0]
+    pages = torch.zeros(U, T // S, dtype=torch.long, device=device)
+    pages[:, :max_pages] = unique_tables
+    positions = torch.arange(T, device=device).view(1, num_chunks, 1, 1, chunk)
+    visible = positions < lens.view(U, 1, q_max, 1, 1)
+    bias = torch.zeros(visible.shape, dtype=torch.float32, device=device).masked_fill_(~visible, float("-inf"))
+    return DecodePlan(N, chunk, num_chunks, pages, bias, order, group_rank, q_max)
 
 
 def dense_decode(
@@ -61,14 +128,17 @@ def dense_decode(
     seq_lens: torch.Tensor,
     *,
     scale: float | None = None,
+    plan: DecodePlan | None = None,
 ) -> torch.Tensor:
     """Each query attends to positions [0, seq_len) of its block table's pages.
 
     q: (N, H, D), block_table: (N, P) int page ids, seq_lens: (N,) int >= 1 -> (N, H, D).
-    Queries sharing a block table row (teacher forcing) share one gather of their pages.
+    `plan`: `plan_decode(cache, block_table, seq_lens)`, built once per step for all layers
+    (built here when not given). Computed in q.dtype with float32 softmax; the cache is read
+    in its stored dtype (fp8 dequantized to q.dtype).
     """
     N, H, D = q.shape
-    Hkv, S = cache.n_kv_heads, cache.page_size
+    Hkv = cache.n_kv_heads
     G = check_gqa(H, Hkv)
     if D != cache.head_dim or block_table.shape[0] != N or seq_lens.shape != (N,):
         raise ValueError(
@@ -77,47 +147,85 @@ def dense_decode(
         )
     if N == 0:
         return q.new_empty(N, H, D)
+    if plan is None:
+        plan = plan_decode(cache, block_table, seq_lens)
+    elif plan.num_queries != N:
+        raise ValueError(f"the decode plan is for {plan.num_queries} queries, got {N}")
     scale = 1.0 / math.sqrt(D) if scale is None else scale
-    seq_lens = seq_lens.to(device=q.device, dtype=torch.long)
-    max_pages = -(-int(seq_lens.max()) // S)
-    if max_pages > block_table.shape[1]:
-        raise ValueError(f"seq_lens need {max_pages} pages but block_table has {block_table.shape[1]}")
-    tables = block_table[:, :max_pages].to(device=q.device, dtype=torch.long).clamp(0, cache.num_pages - 1)
+    U, q_max = plan.pages.shape[0], plan.queries_per_group
+    T = plan.num_chunks * plan.chunk
+    k = _gather(cache, layer, plan.pages, values=False, dtype=q.dtype).view(U, T, Hkv * D)
+    v = _gather(cache, layer, plan.pages, values=True, dtype=q.dtype).view(U, T, Hkv * D)
 
-    # Group queries by identical block-table rows: (U, Qmax) padded query slots.
-    if N == 1:
-        unique_tables, group = tables, torch.zeros(1, dtype=torch.long, device=q.device)
-    else:
-        unique_tables, group = torch.unique(tables, dim=0, return_inverse=True)
-    U = unique_tables.shape[0]
-    counts = torch.bincount(group, minlength=U)
-    order = torch.argsort(group, stable=True)
-    group_sorted = group[order]
-    rank = torch.arange(N, device=q.device) - (torch.cumsum(counts, 0) - counts)[group_sorted]
-    q_max = int(counts.max())
-
-    q_pad = torch.zeros(U, q_max, H, D, dtype=torch.float32, device=q.device)
-    q_pad[group_sorted, rank] = q[order].float()
-    lens = torch.ones(U, q_max, dtype=torch.long, device=q.device)  # padding rows see 1 position
-    lens[group_sorted, rank] = seq_lens[order]
-
-    T = max_pages * S
-    k = cache.gather_pages(layer, unique_tables, values=False).reshape(U, T, Hkv, D).transpose(1, 2)
-    v = cache.gather_pages(layer, unique_tables, values=True).reshape(U, T, Hkv, D).transpose(1, 2)
-    positions = torch.arange(T, device=q.device)
-
-    out_pad = torch.empty(U, q_max, H, D, dtype=torch.float32, device=q.device)
-    chunk = max(1, _MAX_SCORE_ELEMENTS // (U * H * T))
-    for c0 in range(0, q_max, chunk):
-        c1 = min(q_max, c0 + chunk)
-        Qc = c1 - c0
-        # (U, Qc, Hkv, G, D) -> (U, Hkv, Qc*G, D): the G heads of a KV head become extra rows.
-        qc = q_pad[:, c0:c1].view(U, Qc, Hkv, G, D).permute(0, 2, 1, 3, 4).reshape(U, Hkv, Qc * G, D)
-        mask = positions[None, None, :] < lens[:, c0:c1, None]  # (U, Qc, T)
-        mask = mask[:, None, :, None, :].expand(U, 1, Qc, G, T).reshape(U, 1, Qc * G, T)
-        o = F.scaled_dot_product_attention(qc, k, v, attn_mask=mask, scale=scale)  # (U, Hkv, Qc*G, D)
-        out_pad[:, c0:c1] = o.view(U, Hkv, Qc, G, D).permute(0, 2, 1, 3, 4).reshape(U, Qc, H, D)
-
+    if plan.order is None:
+        return _attend(q.view(U, 1, H, D), k, v, plan, plan.bias, scale, G).view(N, H, D).to(q.dtype)
+    group, rank = plan.group_rank
+    q_groups = q.new_zeros(U, q_max, H, D)
+    q_groups[group, rank] = q[plan.order]
+    out_groups = torch.empty(U, q_max, H, D, dtype=torch.float32, device=q.device)
+    step = max(1, _MAX_SCORE_ELEMENTS // (U * H * T))
+    for c0 in range(0, q_max, step):
+        c1 = min(q_max, c0 + step)
+        out_groups[:, c0:c1] = _attend(q_groups[:, c0:c1], k, v, plan, plan.bias[:, :, c0:c1], scale, G)
     out = torch.empty(N, H, D, dtype=q.dtype, device=q.device)
-    out[order] = out_pad[group_sorted, rank].to(q.dtype)
+    out[plan.order] = out_groups[group, rank].to(q.dtype)
     return out
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: DecodePlan, bias: torch.Tensor,
+            scale: float, G: int) -> torch.Tensor:
+    """q (U, Qc, H, D) queries of U groups; k/v (U, T, Hkv*D) their pages; bias (U, nC, Qc, 1, C)
+    -> (U, Qc, H, D) float32."""
+    U, Qc, H, D = q.shape
+    Hkv = H // G
+    nC, C = plan.num_chunks, plan.chunk
+    R = Qc * H
+    # Block-diagonal queries: row (query, head) holds q only in its KV head's D columns, so one
+    # GEMM against the pages' (position, Hkv*D) rows scores every head without reshuffling the
+    # cache (3x the flops of per-head GEMMs, but the K rows are read once, contiguously).
+    q_block = q.new_zeros(U, Qc, Hkv, G, Hkv, D)
+    q_block.diagonal(dim1=2, dim2=4).copy_(q.view(U, Qc, Hkv, G, D).permute(0, 1, 3, 4, 2))
+    k_chunks = k.view(U, nC, C, Hkv * D)
+    scores = _batched_matmul(q_block.view(U, 1, R, Hkv * D), k_chunks.transpose(-1, -2))  # (U, nC, R, C)
+    s = scores.float() if scores.dtype != torch.float32 else scores
+    s.view(U, nC, Qc, H, C).mul_(scale).add_(bias)
+    s.sub_(s.amax(dim=(1, 3), keepdim=True)).exp_()                  # max is exact in any order
+    s.div_(_sum_chunks(s.sum(-1, keepdim=True), keepdim=True))                      # (U, 1, R, 1) softmax denominator
+    p = s.to(k.dtype)
+    out = _batched_matmul(p, v.view(U, nC, C, Hkv * D))              # (U, nC, R, Hkv*D)
+    out = out.view(U, nC, Qc, Hkv, G, Hkv, D).diagonal(dim1=3, dim2=5)  # (U, nC, Qc, G, D, Hkv)
+    return _sum_chunks(out).permute(0, 1, 4, 2, 3).reshape(U, Qc, H, D)
+
+
+def _sum_chunks(x: torch.Tensor, *, keepdim: bool = False) -> torch.Tensor:
+    """Sum over dim 1 (chunks) in float32, strictly in chunk order: torch.sum's cascade order
+    depends on the length, which would make a sequence's result depend on its neighbours'."""
+    acc = x[:, 0].float()
+    for i in range(1, x.shape[1]):
+        acc = acc + x[:, i]
+    return acc.unsqueeze(1) if keepdim else acc
+
+
+def _batched_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """torch.matmul, except that a single matrix product is computed as a batch of two: on the
+    CPU, float32 matmul takes another code path (another summation order) for a batch of one."""
+    batch = max(a.shape[:-2].numel(), b.shape[:-2].numel())
+    if batch > 1:
+        return torch.matmul(a, b)
+    return torch.matmul(torch.cat([a, a]), torch.cat([b, b]))[:1]
+
+
+def _gather(cache: PagedKVCache, layer: int, pages: torch.Tensor, *, values: bool, dtype: torch.dtype) -> torch.Tensor:
+    """Keys (values) of `pages` (U, n) -> (U * n * page_size, Hkv, D) in `dtype` (fp8 dequantized),
+    gathered into a buffer reused across calls (fresh multi-MB buffers page-fault every time)."""
+    store = (cache.v if values else cache.k)[layer]
+    S, Hkv, D = cache.page_size, cache.n_kv_heads, cache.head_dim
+    flat = store.view(cache.num_pages, S * Hkv * D)
+    n = pages.numel()
+    buf = cache.scratch("v" if values else "k", n * S * Hkv * D, store.dtype).view(n, S * Hkv * D)
+    torch.index_select(flat, 0, pages.reshape(-1), out=buf)
+    out = buf.view(n * S, Hkv, D)
+    if cache.is_fp8:
+        scale = (cache.v_scale if values else cache.k_scale)[layer]
+        return (out.float() * scale[:, None]).to(dtype)
+    return out if out.dtype == dtype else out.to(dtype)
