@@ -3,7 +3,6 @@ forcing, preemption, divergence, and clear errors for bad input."""
 
 from __future__ import annotations
 
-import os
 
 import pytest
 import torch
@@ -180,9 +179,8 @@ def test_bad_input_raises_clear_errors(engine, monkeypatch):
         SamplingParams(max_tokens=0)
     with pytest.raises(KernelSettingsError, match="attention"):
         engine.check_kernel({"attention": "magic"})
-    if not os.environ.get("TRITON_INTERPRET"):  # kernels/tests/conftest.py sets it when both suites run together
-        with pytest.raises(KernelUnavailableError, match="TRITON_INTERPRET|triton"):
-            engine.add_request(req("tri", prompt, kernel=KernelSettings(attention="sparse", decode_kernel="triton")))
+    with pytest.raises(KernelUnavailableError, match="TRITON_INTERPRET|triton"):
+        engine.add_request(req("tri", prompt, kernel=KernelSettings(attention="sparse", decode_kernel="triton")))
     engine.add_request(req("dup", prompt, max_tokens=1))
     with pytest.raises(EngineError, match="already"):
         engine.add_request(req("dup", prompt, max_tokens=1))
