@@ -60,6 +60,11 @@ def dense_prefill(
 # GEMM / row sum, the same kernel whatever the batch) or a sequential sum over chunks in index
 # order, to which the all-masked chunks of a shorter sequence add exact zeros.
 _CHUNK_TOKENS = 256
+# dense_decode gathers and attends the sequences of a decode step in slices of about this many
+# bytes of gathered keys + values, so that the two GEMMs read the pages from cache, not memory.
+# Measured (SmolLM2-135M, bf16, batch 32 x 640 positions, this machine): 8 MB 25-30% faster per
+# step than one gather of the whole batch; 4 MB about the same as 8 MB, 1 MB and 16 MB slower.
+_SLICE_BYTES = 8 << 20
 
 
 @dataclass
@@ -154,11 +159,26 @@ def dense_decode(
     scale = 1.0 / math.sqrt(D) if scale is None else scale
     U, q_max = plan.pages.shape[0], plan.queries_per_group
     T = plan.num_chunks * plan.chunk
+    if plan.order is None:
+        # Sequences in slices whose gathered pages stay in cache for the two GEMMs that read
+        # them. Each query's math is the same whatever slice it falls in (the same per-matrix
+        # GEMMs and per-row reductions; a slice of one gets _batched_matmul's batch-of-two
+        # treatment as U == 1 always did), so the result stays batch invariant.
+        per = max(1, _SLICE_BYTES // (2 * T * Hkv * D * cache.k.element_size()))
+        if per >= U:
+            k = _gather(cache, layer, plan.pages, values=False, dtype=q.dtype).view(U, T, Hkv * D)
+            v = _gather(cache, layer, plan.pages, values=True, dtype=q.dtype).view(U, T, Hkv * D)
+            return _attend(q.view(U, 1, H, D), k, v, plan, plan.bias, scale, G).view(N, H, D).to(q.dtype)
+        out = torch.empty(N, H, D, dtype=q.dtype, device=q.device)
+        qv = q.view(U, 1, H, D)
+        for u0 in range(0, U, per):
+            u1 = min(U, u0 + per)
+            k = _gather(cache, layer, plan.pages[u0:u1], values=False, dtype=q.dtype).view(u1 - u0, T, Hkv * D)
+            v = _gather(cache, layer, plan.pages[u0:u1], values=True, dtype=q.dtype).view(u1 - u0, T, Hkv * D)
+            out[u0:u1] = _attend(qv[u0:u1], k, v, plan, plan.bias[u0:u1], scale, G).view(u1 - u0, H, D)
+        return out
     k = _gather(cache, layer, plan.pages, values=False, dtype=q.dtype).view(U, T, Hkv * D)
     v = _gather(cache, layer, plan.pages, values=True, dtype=q.dtype).view(U, T, Hkv * D)
-
-    if plan.order is None:
-        return _attend(q.view(U, 1, H, D), k, v, plan, plan.bias, scale, G).view(N, H, D).to(q.dtype)
     group, rank = plan.group_rank
     q_groups = q.new_zeros(U, q_max, H, D)
     q_groups[group, rank] = q[plan.order]

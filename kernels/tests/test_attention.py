@@ -86,6 +86,25 @@ def test_dense_decode_groups_queries_sharing_a_table():
     torch.testing.assert_close(together, one_by_one, rtol=1e-6, atol=1e-6)
 
 
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_dense_decode_in_slices_is_bit_identical(dtype, monkeypatch):
+    """A large decode batch is gathered and attended in slices of sequences (cache-sized): the
+    output must be bit-identical to one slice, and each query's to decoding it alone."""
+    from kernels.attention import dense
+
+    lens = [300, 1, 97, 513, 256, 40, 257]
+    batch = make_batch(lens=lens, n_kv_heads=3, head_dim=64, page_size=16, dtype=dtype, seed=11)
+    q = draw_queries(len(lens), 9, 64, seed=11).to(dtype)
+    whole = dense_decode(q, batch.cache, 0, batch.block_table, batch.seq_lens)
+    for slice_bytes in (1, 3 * 2 * 768 * 3 * 64 * q.element_size()):   # slices of 1, then of 3
+        monkeypatch.setattr(dense, "_SLICE_BYTES", slice_bytes)
+        sliced = dense_decode(q, batch.cache, 0, batch.block_table, batch.seq_lens)
+        assert torch.equal(sliced, whole)
+    for i in range(len(lens)):
+        alone = dense_decode(q[i:i + 1], batch.cache, 0, batch.block_table[i:i + 1], batch.seq_lens[i:i + 1])
+        assert torch.equal(alone, whole[i:i + 1])
+
 # ---------------------------------------------------------------------------- sparse (torch)
 @pytest.mark.parametrize("kv_cache_dtype", ["auto", "fp8_e4m3"], ids=["kv_auto", "kv_fp8"])
 @pytest.mark.parametrize("heads", list(HEADS), ids=str)
