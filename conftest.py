@@ -20,9 +20,7 @@ def service_missing(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture
-def postgres_db(db):
-    """The test database, which must be PostgreSQL (concurrency, constraints under load)."""
+def _require_postgresql():
     from django.db import connection
 
     if connection.vendor != "postgresql":
@@ -30,6 +28,18 @@ def postgres_db(db):
             "needs PostgreSQL: the suite is on SQLite (make test sets DATABASE_URL when 127.0.0.1:5432 answers)"
         )
     return connection
+
+
+@pytest.fixture
+def postgres_db(db):
+    """The test database, which must be PostgreSQL (constraints under load)."""
+    return _require_postgresql()
+
+
+@pytest.fixture
+def postgres_transactional_db(transactional_db):
+    """PostgreSQL with real commits, for tests that talk to a live server from other threads."""
+    return _require_postgresql()
 
 
 @pytest.fixture(scope="session")

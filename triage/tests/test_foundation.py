@@ -121,7 +121,7 @@ def test_compose_file_is_valid():
     import shutil
 
     if not shutil.which("docker-compose"):
-        pytest.skip("docker-compose not installed (make test installs it from Debian as root)")
+        pytest.skip(reason="docker-compose not installed (make test installs it from Debian as root)")
     env = {**os.environ, "SECRET_KEY": "x", "POSTGRES_PASSWORD": "y"}
     result = subprocess.run(["docker-compose", "-f", "docker/compose.yaml", "config"], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=60)

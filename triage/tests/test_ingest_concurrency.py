@@ -3,7 +3,6 @@ against a live server on PostgreSQL: exactly 2,000 rows, each created exactly on
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 import time
@@ -20,16 +19,6 @@ CLIENTS = 8
 TRANSCRIPTS = 2000
 BATCH = 50
 SINGLES = 100
-
-
-@pytest.fixture
-def require_postgres(transactional_db):
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        if os.environ.get("REQUIRE_SERVICES") == "1":
-            pytest.fail("REQUIRE_SERVICES=1 and needs PostgreSQL (set DATABASE_URL)", pytrace=False)
-        pytest.skip("needs PostgreSQL (set DATABASE_URL)")
 
 
 def _corpus() -> list[dict]:
@@ -59,7 +48,7 @@ def _post_with_retries(client: httpx.Client, body: dict, attempts: int = 8) -> h
 
 @pytest.mark.services
 @pytest.mark.slow
-def test_concurrent_clients_never_duplicate_or_lose(require_postgres, live_server):
+def test_concurrent_clients_never_duplicate_or_lose(postgres_transactional_db, live_server):
     _, raw_key = api_key_create(name="router-concurrency", scopes=["ingest"])
     corpus = _corpus()
     created, statuses, failures = Counter(), Counter(), []
