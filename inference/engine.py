@@ -18,6 +18,7 @@ and `abort` while another runs `step()`.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import threading
@@ -438,21 +439,28 @@ class Engine:
         with self._lock:
             group = self._group(settings)
             ps = settings.page_size
-            n_pages = -(-len(ids) // ps)
-            if n_pages > group.allocator.num_free:
-                raise EngineError(f"scoring needs {n_pages * ps} cache tokens; only "
-                                  f"{group.allocator.num_free * ps} are free right now")
-            pages = group.allocator.allocate(n_pages)
-            try:
-                group.cache.reset_pages(torch.tensor(pages, device=self.device))
-                page_t = torch.tensor(pages, device=self.device)
+            with self._scratch_pages(group, len(ids), ps, purpose="scoring") as page_t:
                 pos = torch.arange(len(ids), device=self.device)
                 batch = AttentionBatch("prefill", select_attention(settings, self.device), group.cache,
                                        slots=page_t[pos // ps] * ps + pos % ps,
                                        cu_seqlens=torch.tensor([0, len(ids)], dtype=torch.int32, device=self.device))
                 return self.model.logits(self.model(torch.tensor(ids, device=self.device), pos, batch))
-            finally:
-                group.allocator.free(pages)
+
+    @contextlib.contextmanager
+    def _scratch_pages(self, group, tokens: int, page_size: int, *, purpose: str):
+        """Cache pages for a one-off pass (scoring, teacher forcing), freed afterwards.
+        Yields their ids as a long tensor on the engine's device."""
+        n_pages = -(-tokens // page_size)
+        if n_pages > group.allocator.num_free:
+            raise EngineError(f"{purpose} needs {n_pages * page_size} cache tokens; only "
+                              f"{group.allocator.num_free * page_size} are free right now")
+        pages = group.allocator.allocate(n_pages)
+        try:
+            page_t = torch.tensor(pages, dtype=torch.long, device=self.device)
+            group.cache.reset_pages(page_t)
+            yield page_t
+        finally:
+            group.allocator.free(pages)
 
     def _teacher_forced_hidden(self, prompt: list[int], cont: list[int], settings: KernelSettings) -> torch.Tensor:
         """(len(cont), dim) final hidden states predicting each continuation token: the last
@@ -462,14 +470,7 @@ class Engine:
         backend = select_attention(settings, self.device)
         ps = settings.page_size
         total = len(prompt) + len(cont) - 1
-        n_pages = -(-total // ps)
-        if n_pages > group.allocator.num_free:
-            raise EngineError(f"divergence needs {n_pages * ps} cache tokens; only "
-                              f"{group.allocator.num_free * ps} are free right now")
-        pages = group.allocator.allocate(n_pages)
-        try:
-            group.cache.reset_pages(torch.tensor(pages, device=self.device))
-            page_t = torch.tensor(pages, dtype=torch.long, device=self.device)
+        with self._scratch_pages(group, total, ps, purpose="divergence") as page_t:
             P = len(prompt)
             pos = torch.arange(P, device=self.device)
             batch = AttentionBatch("prefill", backend, group.cache, slots=page_t[pos // ps] * ps + pos % ps,
@@ -486,8 +487,6 @@ class Engine:
                     seq_lens=(qpos + 1).to(torch.int32))
                 hidden.append(self.model(q_tokens, qpos, batch))
             return torch.cat(hidden)
-        finally:
-            group.allocator.free(pages)
 
     # ------------------------------------------------------------------ internals
     def _check_tokens(self, ids: Sequence[int]) -> None:

@@ -17,6 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.attention.dense import check_gqa
 from kernels.kv_cache import PagedKVCache
 
 _LOG2E = 1.4426950408889634
@@ -115,7 +116,8 @@ def sparse_decode(
     """q (N, H, D), selected (N, Hkv, K) int32 -> (N, H, D) in q.dtype."""
     N, H, D = q.shape
     Hkv, S = cache.n_kv_heads, cache.page_size
-    if H % Hkv or D != cache.head_dim:
+    check_gqa(H, Hkv)
+    if D != cache.head_dim:
         raise ValueError(f"q {tuple(q.shape)} does not fit a cache of {Hkv} KV heads x {cache.head_dim}")
     K = selected.shape[-1]
     if selected.shape != (N, Hkv, K) or block_table.shape[0] != N or seq_lens.shape != (N,):
