@@ -32,7 +32,8 @@ import torch
 from inference.chat_template import ChatTemplate
 from inference.config import ModelConfig
 from inference.gguf_loader import load_gguf
-from inference.model import AttentionBatch, Transformer, can_pack_linears, pack_linears
+from inference.model import (AttentionBatch, Transformer, can_pack_linears, can_use_native, optimize_for_cpu,
+                             pack_linears)
 from inference.sampling import draw_uniforms, logprobs_of, sample
 from inference.tokenizer import IncrementalDetokenizer, Tokenizer
 from kernels.kv_cache import PagedKVCache
@@ -221,7 +222,9 @@ class Engine:
         model.load_gguf_state(loaded.state_dict)
         del loaded
         self.model = model.to_dtype(self.dtype).to(self.device).eval()
-        if can_pack_linears(self.device, self.dtype):
+        if can_use_native(self.device, self.dtype):
+            optimize_for_cpu(self.model)
+        elif can_pack_linears(self.device, self.dtype):
             pack_linears(self.model)
         self.eos_ids = frozenset(self.config.eos_token_ids)
         self.max_cache_tokens = max_cache_tokens

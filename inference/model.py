@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from inference.config import ModelConfig
+from kernels import cpu as kernels_cpu
 
 
 @dataclass
@@ -73,21 +74,24 @@ class Attention(nn.Module):
         self.wqkv = nn.Linear(config.dim, config.qkv_dim, bias=False)
         self.wo = nn.Linear(config.n_heads * config.head_dim, config.dim, bias=False)
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, batch: AttentionBatch) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, batch: AttentionBatch,
+                residual: torch.Tensor | None = None) -> torch.Tensor:
+        """-> wo(attention(x)), plus `residual` when given."""
         T = x.shape[0]
         H, Hkv, D = self.n_heads, self.n_kv_heads, self.head_dim
         qkv = self.wqkv(x).view(T, H + 2 * Hkv, D)
+        cache = batch.cache
         qk = apply_rope(qkv[:, : H + Hkv], cos, sin)           # (T, H + Hkv, D)
         q, k = qk[:, :H], qk[:, H:]
         v = qkv[:, H + Hkv:]
-        batch.cache.write(self.layer_id, batch.slots, k, v)
+        cache.write(self.layer_id, batch.slots, k, v)
         if batch.mode == "prefill":
             out = batch.backend.prefill(q, k, v, batch.cu_seqlens)
         else:
             extra = {} if batch.plan is None else {"plan": batch.plan}
-            out = batch.backend.decode(q, batch.cache, self.layer_id, batch.block_table, batch.seq_lens, **extra)
+            out = batch.backend.decode(q, cache, self.layer_id, batch.block_table, batch.seq_lens, **extra)
         assert out.shape == (T, H, D), f"attention backend returned {tuple(out.shape)}, expected {(T, H, D)}"
-        return self.wo(out.reshape(T, H * D))
+        return linear_residual(self.wo, out.reshape(T, H * D), residual)
 
 
 class FeedForward(nn.Module):
@@ -97,9 +101,14 @@ class FeedForward(nn.Module):
         self.w13 = nn.Linear(config.dim, 2 * config.intermediate_size, bias=False)  # gate, up fused
         self.w2 = nn.Linear(config.intermediate_size, config.dim, bias=False)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate, up = self.w13(x).split(self.hidden, dim=-1)
-        return self.w2(F.silu(gate) * up)
+    def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
+        """-> w2(silu(gate) * up), plus `residual` when given."""
+        if getattr(self.w13, "fuses_silu_mul", False):
+            h = self.w13(x)
+        else:
+            gate, up = self.w13(x).split(self.hidden, dim=-1)
+            h = F.silu(gate) * up
+        return linear_residual(self.w2, h, residual)
 
 
 class TransformerBlock(nn.Module):
@@ -111,8 +120,8 @@ class TransformerBlock(nn.Module):
         self.ffn_norm = RMSNorm(config.dim, config.norm_eps)
 
     def forward(self, x, cos, sin, batch: AttentionBatch) -> torch.Tensor:
-        h = x + self.attention(self.attention_norm(x), cos, sin, batch)
-        return h + self.feed_forward(self.ffn_norm(h))
+        h = self.attention(self.attention_norm(x), cos, sin, batch, residual=x)
+        return self.feed_forward(self.ffn_norm(h), residual=h)
 
 
 class Transformer(nn.Module):
@@ -124,6 +133,7 @@ class Transformer(nn.Module):
         self.norm = RMSNorm(config.dim, config.norm_eps)
         self.output = None if config.tie_embeddings else nn.Linear(config.dim, config.vocab_size, bias=False)
         self.head: nn.Module | None = None   # optional optimized projection (see pack_linears)
+        self.native_layers: list | None = None  # set by optimize_for_cpu: kernels.cpu.decode_layer weights
         cos, sin = rope_tables(config, torch.float32)
         self.register_buffer("rope_cos", cos, persistent=False)
         self.register_buffer("rope_sin", sin, persistent=False)
@@ -149,8 +159,20 @@ class Transformer(nn.Module):
         x = self.tok_embeddings(tokens)                              # (T, dim)
         cos = self.rope_cos[positions].unsqueeze(1)                  # (T, 1, D)
         sin = self.rope_sin[positions].unsqueeze(1)
-        for layer in self.layers:
-            x = layer(x, cos, sin, batch)
+        if self.native_layers and isinstance(batch.plan, kernels_cpu.DecodeLayout) and not batch.cache.is_fp8 \
+                and batch.cache.k.dtype == x.dtype == torch.bfloat16:
+            # A dense bf16 decode step: each layer is one kernels.cpu call (see optimize_for_cpu).
+            T, c = x.shape[0], self.config
+            scratch = kernels_cpu.decode_layer_scratch(T, c.dim, c.n_heads, c.n_kv_heads, c.head_dim,
+                                                      c.intermediate_size)
+            cos, sin = cos.view(T, -1).contiguous(), sin.view(T, -1).contiguous()
+            slots = batch.slots.to(torch.int64).contiguous()
+            x = x.contiguous()
+            for weights in self.native_layers:
+                kernels_cpu.decode_layer(x, weights, cos, sin, slots, batch.cache, batch.plan, scratch)
+        else:
+            for layer in self.layers:
+                x = layer(x, cos, sin, batch)
         if output_indices is not None:
             x = x[output_indices]
         return self.norm(x)
@@ -173,6 +195,32 @@ class Transformer(nn.Module):
                 if src.shape != param.shape:
                     raise ValueError(f"{name}: checkpoint shape {tuple(src.shape)} != model {tuple(param.shape)}")
                 param.copy_(src)
+
+
+def linear_residual(layer: nn.Module, x: torch.Tensor, residual: torch.Tensor | None) -> torch.Tensor:
+    """layer(x) + residual, fused into the layer when it can (NativeLinear)."""
+    if residual is None:
+        return layer(x)
+    if getattr(layer, "fuses_residual", False):
+        return layer(x, residual=residual)
+    return residual + layer(x)
+
+
+class NativeLinear(nn.Module):
+    """A bias-free bf16 linear layer computed by kernels.cpu.linear: weights packed once, float32
+    math in a fixed order per output element (batch invariant by construction), optional fused
+    epilogues: `+ residual`, and for a fused [gate; up] weight (silu_mul=True) silu(gate) * up."""
+
+    fuses_residual = True
+
+    def __init__(self, weight: torch.Tensor, *, silu_mul: bool = False, out_dtype: torch.dtype | None = None):
+        super().__init__()
+        self.weight_packed = kernels_cpu.PackedWeight(weight, silu_half=silu_mul)
+        self.fuses_silu_mul = silu_mul
+        self.out_dtype = out_dtype
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
+        return kernels_cpu.linear(x.contiguous(), self.weight_packed, out_dtype=self.out_dtype, residual=residual)
 
 
 class PackedLinear(nn.Module):
@@ -214,4 +262,30 @@ def pack_linears(model: Transformer) -> Transformer:
         for name, child in list(module.named_children()):
             if isinstance(child, nn.Linear):
                 setattr(module, name, PackedLinear(child.weight))
+    return model
+
+
+def can_use_native(device: torch.device, dtype: torch.dtype) -> bool:
+    """kernels.cpu serves bf16 models on the CPU (fp32 models keep the oneDNN/MKL path, which
+    the fp32 logit tests against transformers run on)."""
+    return device.type == "cpu" and dtype == torch.bfloat16 and kernels_cpu.available()
+
+
+def optimize_for_cpu(model: Transformer) -> Transformer:
+    """bf16 on the CPU. A dense decode step (the common case) runs each layer as one
+    kernels.cpu.decode_layer call on natively packed weights; prefill and the other decode
+    paths (sparse, fp8 KV, teacher forcing) keep the per-op path with oneDNN-packed linears.
+    Each path is batch invariant on its own and which one runs depends only on the step's kind
+    and kernel settings, never on the batch. The head is a NativeLinear (invariant at any row
+    count: prefill and decode project their rows with the same code)."""
+    c = model.config
+    model.native_layers = [
+        kernels_cpu.LayerWeights(
+            wqkv=b.attention.wqkv.weight, wo=b.attention.wo.weight, w13=b.feed_forward.w13.weight,
+            w2=b.feed_forward.w2.weight, attention_norm=b.attention_norm.weight, ffn_norm=b.ffn_norm.weight,
+            eps=b.attention_norm.eps, n_heads=c.n_heads, n_kv_heads=c.n_kv_heads, head_dim=c.head_dim, layer=i)
+        for i, b in enumerate(model.layers)
+    ]
+    pack_linears(model)
+    model.head = NativeLinear(model.head_weight, out_dtype=torch.float32)
     return model

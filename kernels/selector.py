@@ -10,6 +10,7 @@ cannot run here, the chosen backend logged once, Triton imported only when asked
 from __future__ import annotations
 
 import functools
+import math
 import importlib
 import importlib.util
 import logging
@@ -18,6 +19,7 @@ from typing import Any, Callable
 
 import torch
 
+from kernels import cpu as kernels_cpu
 from kernels.attention.dense import dense_decode, dense_prefill, plan_decode
 from kernels.indexer.reference import num_selected_pages
 from kernels.kv_cache import PagedKVCache
@@ -40,25 +42,41 @@ def triton_interpreter_enabled() -> bool:
 
 
 class DenseAttention:
-    """Causal attention over the whole cache (torch SDPA): the reference."""
+    """Causal attention over the whole cache: prefill by torch SDPA; decode by the native CPU
+    kernel (kernels.cpu.paged_decode: reads the pages in place, one pass per query) when it is
+    available and each query has its own pages (an ordinary decode step), else by the torch
+    implementation (kernels.attention.dense, the reference), which also serves teacher forcing
+    (many queries sharing pages: one gather and GEMMs)."""
 
     name = "dense"
 
     def __init__(self, settings: KernelSettings, device: torch.device) -> None:
         self.settings, self.device = settings, device
+        self.native = device.type == "cpu" and kernels_cpu.available()
 
     def prefill(self, q, k, v, cu_seqlens, *, scale: float | None = None) -> torch.Tensor:
         return dense_prefill(q, k, v, cu_seqlens, scale=scale)
 
     def plan_decode(self, cache: PagedKVCache, block_table, seq_lens):
-        """Per-step layout (groups, padded page lists, masks) shared by every layer's decode()."""
+        """Per-step layout shared by every layer's decode()."""
+        if self._native_step(block_table):
+            return kernels_cpu.DecodeLayout(cache, block_table, seq_lens)
         return plan_decode(cache, block_table, seq_lens)
 
     def decode(self, q, cache: PagedKVCache, layer: int, block_table, seq_lens, *, scale=None, plan=None) -> torch.Tensor:
+        if plan is None and self._native_step(block_table):
+            plan = kernels_cpu.DecodeLayout(cache, block_table, seq_lens)
+        if isinstance(plan, kernels_cpu.DecodeLayout):
+            scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+            return kernels_cpu.paged_decode(q.contiguous(), cache, layer, scale=scale, layout=plan)
         return dense_decode(q, cache, layer, block_table, seq_lens, scale=scale, plan=plan)
 
+    def _native_step(self, block_table: torch.Tensor) -> bool:
+        n = block_table.shape[0]
+        return self.native and (n <= 1 or torch.unique(block_table[:, 0]).numel() == n)
+
     def __repr__(self) -> str:
-        return f"DenseAttention(device={self.device})"
+        return f"DenseAttention(device={self.device}, native_decode={self.native})"
 
 
 class SparseAttention:

@@ -1,0 +1,265 @@
+"""Native CPU kernels (kernels/cpu/ops.c) for the engine's decode path: a bf16-weight linear
+layer with fused epilogues, RMSNorm, rope + paged-cache write, and paged decode attention.
+
+Why native: at decode a 135M model does ~20 small ops per layer, and torch's per-op cost
+(dispatch, allocation, a fork/join per op) is larger than the math. ops.c does each step in
+one call, in float32 with a fixed summation order per output element, so results are batch
+invariant (a row's output never depends on the other rows of the call).
+
+The library is compiled at first use with the system C compiler (`cc`, or $CC) and
+`-O3 -march=native -ffp-contract=off -fopenmp` (no implicit FMA contraction: every fused
+multiply-add is written out, so the scalar and vector paths round the same way), then cached under $TRIAGE_KERNEL_CACHE (default
+~/.cache/triage-kernels) keyed by the source, the flags and the CPU. `available()` is False,
+with the reason in `unavailable_reason()`, when no compiler is found, the build fails, or
+TRIAGE_NATIVE_KERNELS=0; callers then use the torch implementations.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import logging
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+_SOURCE = Path(__file__).with_name("ops.c")
+_FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-fopenmp", "-fPIC", "-shared", "-std=gnu11"]
+_DTYPE_CODES = {torch.float32: 0, torch.bfloat16: 1}
+_KV_CODES = {torch.float32: 0, torch.bfloat16: 1}
+if hasattr(torch, "float8_e4m3fn"):
+    _KV_CODES[torch.float8_e4m3fn] = 2
+
+_reason: str | None = None
+
+
+def _cpu_id() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return line
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _build(cache_dir: Path) -> Path:
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not compiler:
+        raise RuntimeError("no C compiler found (install gcc, e.g. apt-get install gcc, or set CC)")
+    source = _SOURCE.read_bytes()
+    key = hashlib.sha256(source + " ".join(_FLAGS).encode() + _cpu_id().encode() + compiler.encode()).hexdigest()[:16]
+    target = cache_dir / f"libtriage_kernels-{key}.so"
+    if target.exists():
+        return target
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
+        out = Path(tmp) / target.name
+        proc = subprocess.run([compiler, *_FLAGS, str(_SOURCE), "-o", str(out), "-lm"],
+                              capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{compiler} failed to build {_SOURCE.name}:\n{proc.stderr[-2000:]}")
+        os.replace(out, target)  # atomic: concurrent processes build their own and one wins
+    return target
+
+
+@functools.lru_cache(maxsize=1)
+def _lib() -> ctypes.CDLL | None:
+    global _reason
+    if os.environ.get("TRIAGE_NATIVE_KERNELS", "1").lower() in ("0", "false", "no", "off"):
+        _reason = "disabled by TRIAGE_NATIVE_KERNELS=0"
+        return None
+    cache_dir = Path(os.environ.get("TRIAGE_KERNEL_CACHE") or Path.home() / ".cache" / "triage-kernels")
+    try:
+        lib = ctypes.CDLL(str(_build(cache_dir)))
+    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+        _reason = str(exc)
+        logger.warning("native CPU kernels unavailable, using torch ops instead: %s", exc)
+        return None
+    P, I64, I, F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float
+    lib.tk_linear_packed_numel.argtypes, lib.tk_linear_packed_numel.restype = [I64, I64], I64
+    lib.tk_linear_pack.argtypes, lib.tk_linear_pack.restype = [P, I64, I64, I64, P], None
+    lib.tk_advise_huge.argtypes, lib.tk_advise_huge.restype = [P, I64], None
+    lib.tk_linear.argtypes = [P, I, I64, I64, I64, P, I64, I64, P, I, I64, P, I, I64, I]
+    lib.tk_linear.restype = None
+    lib.tk_rms_norm.argtypes, lib.tk_rms_norm.restype = [P, I, I64, I64, P, F, P, I], None
+    lib.tk_rope_write.argtypes = [P, I, I64, I64, I64, I64, P, P, P, P, P, P, P, I64, I64]
+    lib.tk_rope_write.restype = None
+    lib.tk_paged_decode.argtypes = [P, I, I64, I64, I64, I64, P, P, I, I64, P, I64, P, F, P, P, P, I]
+    lib.tk_paged_decode.restype = None
+    lib.tk_decode_layer.argtypes = [P, I64, I64, P, P, F, P, P, P, P, I64, I64, I64, I64, P, P, P, P, P, P, I64, I64,
+                                    P, I64, P, F, P, I]
+    lib.tk_decode_layer.restype = None
+    return lib
+
+
+def available() -> bool:
+    return _lib() is not None
+
+
+def unavailable_reason() -> str | None:
+    _lib()
+    return _reason
+
+
+def _threads() -> int:
+    return torch.get_num_threads()
+
+
+def _check(t: torch.Tensor, name: str, dtypes=(torch.float32, torch.bfloat16)) -> None:
+    if t.device.type != "cpu" or not t.is_contiguous() or t.dtype not in dtypes:
+        raise ValueError(f"{name} must be a contiguous CPU tensor of dtype {dtypes}, got "
+                         f"{t.dtype} on {t.device}{'' if t.is_contiguous() else ' (not contiguous)'}")
+
+
+class PackedWeight:
+    """A bf16 (N, K) weight packed for `linear`. `silu_half` packs a fused [gate; up] weight
+    (N = 2H) so that `linear` returns silu(gate) * up (N/2 columns)."""
+
+    def __init__(self, weight: torch.Tensor, *, silu_half: bool = False) -> None:
+        lib = _lib()
+        assert lib is not None, "native kernels unavailable"
+        w = weight.detach().to(torch.bfloat16).contiguous()
+        self.out_features, self.in_features = w.shape
+        half = self.out_features // 2 if silu_half else 0
+        if silu_half and (self.out_features % 2 or half % 16):
+            raise ValueError(f"a fused gate/up weight needs 2H rows with H a multiple of 16, got {self.out_features}")
+        self.silu_half = half
+        self.packed = torch.empty(lib.tk_linear_packed_numel(*w.shape), dtype=torch.bfloat16)
+        lib.tk_advise_huge(self.packed.data_ptr(), self.packed.numel() * 2)
+        lib.tk_linear_pack(w.data_ptr(), self.out_features, self.in_features, half, self.packed.data_ptr())
+
+    @property
+    def output_features(self) -> int:
+        return self.silu_half or self.out_features
+
+
+def linear(x: torch.Tensor, w: PackedWeight, *, out_dtype: torch.dtype | None = None,
+           residual: torch.Tensor | None = None) -> torch.Tensor:
+    """x (..., K) @ W^T [-> silu(gate) * up] [+ residual] -> (..., N) in out_dtype (x's by default)."""
+    _check(x, "x")
+    K = x.shape[-1]
+    if K != w.in_features:
+        raise ValueError(f"x has {K} features, the weight expects {w.in_features}")
+    M = x.numel() // K
+    out = torch.empty(*x.shape[:-1], w.output_features, dtype=out_dtype or x.dtype)
+    r_ptr, r_code = None, 0
+    if residual is not None:
+        _check(residual, "residual")
+        if residual.shape != out.shape:
+            raise ValueError(f"residual {tuple(residual.shape)} does not match the output {tuple(out.shape)}")
+        r_ptr, r_code = residual.data_ptr(), _DTYPE_CODES[residual.dtype]
+    _lib().tk_linear(x.data_ptr(), _DTYPE_CODES[x.dtype], M, K, K, w.packed.data_ptr(), w.out_features,
+                     w.silu_half, out.data_ptr(), _DTYPE_CODES[out.dtype], w.output_features,
+                     r_ptr, r_code, w.output_features, _threads())
+    return out
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    _check(x, "x")
+    if weight.dtype != x.dtype or weight.shape != x.shape[-1:]:
+        raise ValueError(f"weight {weight.dtype} {tuple(weight.shape)} does not fit x {x.dtype} {tuple(x.shape)}")
+    D = x.shape[-1]
+    out = torch.empty_like(x)
+    _lib().tk_rms_norm(x.data_ptr(), _DTYPE_CODES[x.dtype], x.numel() // D, D, weight.contiguous().data_ptr(),
+                       eps, out.data_ptr(), _threads())
+    return out
+
+
+def rope_write(qkv: torch.Tensor, n_heads: int, cos: torch.Tensor, sin: torch.Tensor, slots: torch.Tensor,
+               cache, layer: int) -> torch.Tensor:
+    """qkv (T, H + 2*Hkv, D): rotate-half rope on queries and keys with each token's cos/sin
+    rows (T, D), keys and values into `cache` (a PagedKVCache stored in qkv's dtype, not fp8)
+    at `slots` (T,), page key bounds widened. -> roped q (T, H, D)."""
+    T, W, D = qkv.shape
+    Hkv = cache.n_kv_heads
+    if W != n_heads + 2 * Hkv or D != cache.head_dim or cache.k.dtype != qkv.dtype or cos.shape != (T, D):
+        raise ValueError(f"qkv {tuple(qkv.shape)} {qkv.dtype}, cos {tuple(cos.shape)} do not fit {n_heads} heads "
+                         f"and {cache!r}")
+    qkv, cos, sin = qkv.contiguous(), cos.to(qkv.dtype).contiguous(), sin.to(qkv.dtype).contiguous()
+    slots = slots.to(torch.int64).contiguous()
+    q = torch.empty(T, n_heads, D, dtype=qkv.dtype)
+    _lib().tk_rope_write(qkv.data_ptr(), _DTYPE_CODES[qkv.dtype], T, n_heads, Hkv, D, cos.data_ptr(), sin.data_ptr(),
+                         slots.data_ptr(), q.data_ptr(), cache.k[layer].data_ptr(), cache.v[layer].data_ptr(),
+                         cache.kbounds[layer].data_ptr(), cache.num_pages, cache.page_size)
+    return q
+
+
+class DecodeLayout:
+    """A decode step's block table and lengths checked and laid out once for every layer."""
+
+    def __init__(self, cache, block_table: torch.Tensor, seq_lens: torch.Tensor) -> None:
+        self.block_table = block_table.to(torch.int32).clamp(0, cache.num_pages - 1).contiguous()
+        self.seq_lens = seq_lens.to(torch.int32).contiguous()
+        n, pages = self.block_table.shape
+        if self.seq_lens.shape != (n,):
+            raise ValueError(f"block_table {tuple(block_table.shape)} and seq_lens {tuple(seq_lens.shape)} do not match")
+        if n and (int(self.seq_lens.min()) < 1 or int(self.seq_lens.max()) > pages * cache.page_size):
+            raise ValueError(f"seq_lens must be in [1, {pages * cache.page_size}] for a block table of {pages} "
+                             f"pages, got {self.seq_lens.tolist()}")
+
+
+def paged_decode(q: torch.Tensor, cache, layer: int, block_table: torch.Tensor | None = None,
+                 seq_lens: torch.Tensor | None = None, *, scale: float, layout: DecodeLayout | None = None) -> torch.Tensor:
+    """Dense decode attention over the paged cache: q (N, H, D) -> (N, H, D) in q.dtype.
+    Pass `layout` (built once per step) or block_table (N, P) and seq_lens (N,)."""
+    _check(q, "q")
+    N, H, D = q.shape
+    if H % cache.n_kv_heads or D != cache.head_dim:
+        raise ValueError(f"q {tuple(q.shape)} does not fit {cache!r}")
+    if layout is None:
+        layout = DecodeLayout(cache, block_table, seq_lens)
+    bt = layout.block_table
+    if bt.shape[0] != N:
+        raise ValueError(f"{N} queries for a layout of {bt.shape[0]}")
+    out = torch.empty_like(q)
+    fp8 = cache.is_fp8
+    _lib().tk_paged_decode(q.data_ptr(), _DTYPE_CODES[q.dtype], N, H, cache.n_kv_heads, D,
+                           cache.k[layer].data_ptr(), cache.v[layer].data_ptr(), _KV_CODES[cache.k.dtype],
+                           cache.page_size, bt.data_ptr(), bt.shape[1], layout.seq_lens.data_ptr(), scale,
+                           cache.k_scale[layer].data_ptr() if fp8 else None,
+                           cache.v_scale[layer].data_ptr() if fp8 else None, out.data_ptr(), _threads())
+    return out
+
+
+class LayerWeights:
+    """One Llama decoder layer's weights packed for decode_layer (bf16)."""
+
+    def __init__(self, *, wqkv, wo, w13, w2, attention_norm, ffn_norm, eps: float, n_heads: int,
+                 n_kv_heads: int, head_dim: int, layer: int) -> None:
+        self.wqkv, self.wo = PackedWeight(wqkv), PackedWeight(wo)
+        self.w13, self.w2 = PackedWeight(w13, silu_half=True), PackedWeight(w2)
+        self.attention_norm = attention_norm.detach().to(torch.bfloat16).contiguous()
+        self.ffn_norm = ffn_norm.detach().to(torch.bfloat16).contiguous()
+        self.eps, self.n_heads, self.n_kv_heads, self.head_dim = float(eps), n_heads, n_kv_heads, head_dim
+        self.hidden = self.w13.output_features
+        self.layer = layer
+
+
+def decode_layer(x: torch.Tensor, w: LayerWeights, cos: torch.Tensor, sin: torch.Tensor, slots: torch.Tensor, cache,
+                 layout: DecodeLayout, scratch: torch.Tensor) -> None:
+    """One decoder layer of a bf16 decode step with dense attention, in place on x (T, dim), in
+    one native call: rms_norm, linear (qkv), rope_write, paged_decode, linear (wo) + residual,
+    rms_norm, linear (gate/up with silu) and linear (w2) + residual, composed in C.
+    cos/sin (T, D) bf16, slots (T,) int64; scratch from decode_layer_scratch()."""
+    T, dim = x.shape
+    H, Hkv, D = w.n_heads, w.n_kv_heads, w.head_dim
+    _lib().tk_decode_layer(
+        x.data_ptr(), T, dim, w.attention_norm.data_ptr(), w.ffn_norm.data_ptr(), w.eps, w.wqkv.packed.data_ptr(),
+        w.wo.packed.data_ptr(), w.w13.packed.data_ptr(), w.w2.packed.data_ptr(), w.hidden, H, Hkv, D,
+        cos.data_ptr(), sin.data_ptr(), slots.data_ptr(), cache.k[w.layer].data_ptr(), cache.v[w.layer].data_ptr(),
+        cache.kbounds[w.layer].data_ptr(), cache.num_pages, cache.page_size, layout.block_table.data_ptr(),
+        layout.block_table.shape[1], layout.seq_lens.data_ptr(), 1.0 / D ** 0.5, scratch.data_ptr(), _threads())
+
+
+def decode_layer_scratch(T: int, dim: int, n_heads: int, n_kv_heads: int, head_dim: int, hidden: int) -> torch.Tensor:
+    return torch.empty(T * (2 * dim + (n_heads + 2 * n_kv_heads) * head_dim + 2 * n_heads * head_dim + hidden),
+                       dtype=torch.bfloat16)

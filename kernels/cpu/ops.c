@@ -1,0 +1,542 @@
+/* Native CPU kernels for the bundled engine's decode path (see kernels/cpu/__init__.py).
+ *
+ * Every routine computes each output element from its own inputs in one fixed order,
+ * whatever the other rows of the call and however OpenMP splits the work: results are
+ * batch invariant and deterministic, which "same seed, same text in any batch" needs.
+ *
+ * dtype codes: 0 = float32, 1 = bfloat16, 2 = float8_e4m3fn (KV cache only).
+ * Compiled at first use with -O3 -march=native -fopenmp; the AVX-512 paths are used when the
+ * compiler targets AVX-512F, and portable C (same summation order) otherwise.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+#include <sys/mman.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+enum { F32 = 0, BF16 = 1, FP8 = 2 };
+
+static inline float bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline uint16_t f32_to_bf16(float f) {  /* round to nearest even, as torch does */
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);  /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static float fp8_table[256];
+static int fp8_ready = 0;
+
+static void fp8_init(void) {  /* float8_e4m3fn: 1 sign, 4 exponent (bias 7), 3 mantissa; no inf */
+    if (fp8_ready) return;
+    for (int i = 0; i < 256; i++) {
+        int s = i >> 7, e = (i >> 3) & 15, m = i & 7;
+        float v;
+        if (e == 15 && m == 7) v = NAN;
+        else if (e == 0) v = ldexpf((float)m / 8.0f, -6);
+        else v = ldexpf(1.0f + (float)m / 8.0f, e - 7);
+        fp8_table[i] = s ? -v : v;
+    }
+    fp8_ready = 1;
+}
+
+static inline float load_elem(const void *p, int dtype, int64_t i) {
+    if (dtype == BF16) return bf16_to_f32(((const uint16_t *)p)[i]);
+    if (dtype == FP8) return fp8_table[((const uint8_t *)p)[i]];
+    return ((const float *)p)[i];
+}
+
+static inline void store_elem(void *p, int dtype, int64_t i, float v) {
+    if (dtype == BF16) ((uint16_t *)p)[i] = f32_to_bf16(v);
+    else ((float *)p)[i] = v;
+}
+
+/* A growing per-thread float buffer (never freed: one per thread, bounded by the largest call). */
+static float *thread_buffer(int64_t n) {
+    static __thread float *buf = NULL;
+    static __thread int64_t cap = 0;
+    if (n > cap) {
+        free(buf);
+        cap = n + n / 2 + 1024;
+        buf = (float *)aligned_alloc(64, (size_t)(((cap * 4) + 63) / 64 * 64));
+    }
+    return buf;
+}
+
+static void to_f32(const void *src, int dtype, int64_t n, float *dst) {
+    for (int64_t i = 0; i < n; i++) dst[i] = load_elem(src, dtype, i);
+}
+
+/* ------------------------------------------------------------------------------ linear
+ * y = x @ W^T for bf16 weights W (N, K), packed once into panels of 32 output columns:
+ * packed[p][k][j] = W[p*32 + j][k] (zero past N). For the fused gate/up projection
+ * (silu_half = H > 0, N = 2H, H % 16 == 0), panel p holds gate rows p*16.. in columns 0..15
+ * and the matching up rows H + p*16.. in columns 16..31, so the epilogue can emit
+ * silu(gate) * up for 16 outputs without a second pass.
+ * Math in float32: activations converted once, weights widened as loaded, one FMA per k in
+ * order k = 0..K-1 for every output element.
+ */
+#define NR 32
+#define MR 12
+
+int64_t tk_linear_packed_numel(int64_t N, int64_t K) { return ((N + NR - 1) / NR) * NR * K; }
+
+/* Ask for transparent huge pages on [p, p + n) before it is first written (the weights are
+   streamed every step: 2 MB pages spare the TLB misses of 4 KB ones). Best effort. */
+void tk_advise_huge(void *p, int64_t n) {
+#ifdef MADV_HUGEPAGE
+    uintptr_t start = ((uintptr_t)p + (1u << 21) - 1) & ~(uintptr_t)((1u << 21) - 1);
+    uintptr_t end = ((uintptr_t)p + (uintptr_t)n) & ~(uintptr_t)((1u << 21) - 1);
+    if (end > start) madvise((void *)start, end - start, MADV_HUGEPAGE);
+#endif
+}
+
+void tk_linear_pack(const uint16_t *w, int64_t N, int64_t K, int64_t silu_half, uint16_t *out) {
+    int64_t P = (N + NR - 1) / NR;
+    for (int64_t p = 0; p < P; p++)
+        for (int64_t j = 0; j < NR; j++) {
+            int64_t n;
+            if (silu_half > 0) n = j < 16 ? p * 16 + j : silu_half + p * 16 + (j - 16);
+            else n = p * NR + j;
+            for (int64_t k = 0; k < K; k++)
+                out[(p * K + k) * NR + j] = n < N ? w[n * K + k] : 0;
+        }
+}
+
+static inline float silu(float g) { return g / (1.0f + expf(-g)); }
+
+/* acc (mr x 32) for rows m0.., panel p -> outputs. */
+static void linear_epilogue(const float *acc, int mr, int64_t m0, int64_t p, int64_t N, int silu_mode,
+                            void *y, int y_dtype, int64_t ldy, const void *resid, int r_dtype, int64_t ldr) {
+    for (int i = 0; i < mr; i++) {
+        int64_t row = m0 + i;
+        if (silu_mode) {
+            for (int j = 0; j < 16; j++) {
+                int64_t n = p * 16 + j;
+                if (n >= N / 2) break;
+                float v = silu(acc[i * NR + j]) * acc[i * NR + 16 + j];
+                store_elem(y, y_dtype, row * ldy + n, v);
+            }
+            continue;
+        }
+        for (int j = 0; j < NR; j++) {
+            int64_t n = p * NR + j;
+            if (n >= N) break;
+            float v = acc[i * NR + j];
+            if (resid) v += load_elem(resid, r_dtype, row * ldr + n);
+            store_elem(y, y_dtype, row * ldy + n, v);
+        }
+    }
+}
+
+#if defined(__AVX512F__)
+static inline __m512 load_bf16x16(const uint16_t *p) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
+}
+
+/* MR_ rows x 32 columns, MR_ a compile-time constant so the accumulators live in registers. */
+static inline __attribute__((always_inline)) void tile_fixed(const float *x, int64_t K, const uint16_t *panel,
+                                                             float *acc, const int MR_) {
+    __m512 a0[MR], a1[MR];
+    for (int i = 0; i < MR_; i++) { a0[i] = _mm512_setzero_ps(); a1[i] = _mm512_setzero_ps(); }
+    for (int64_t k = 0; k < K; k++) {
+        const uint16_t *b = panel + k * NR;
+        _mm_prefetch((const char *)(b + 8 * NR), _MM_HINT_T0);
+        __m512 b0 = load_bf16x16(b), b1 = load_bf16x16(b + 16);
+        for (int i = 0; i < MR_; i++) {
+            __m512 a = _mm512_set1_ps(x[i * K + k]);
+            a0[i] = _mm512_fmadd_ps(a, b0, a0[i]);
+            a1[i] = _mm512_fmadd_ps(a, b1, a1[i]);
+        }
+    }
+    for (int i = 0; i < MR_; i++) {
+        _mm512_storeu_ps(acc + i * NR, a0[i]);
+        _mm512_storeu_ps(acc + i * NR + 16, a1[i]);
+    }
+}
+#define TILE_CASE(n) case n: tile_fixed(x, K, panel, acc, n); break;
+
+/* One row against two panels at once: four independent FMA chains instead of two, for the
+   bandwidth-bound M = 1 case. Each output's summation order is the same as tile_fixed's. */
+static void tile_row_two_panels(const float *x, int64_t K, const uint16_t *p0, const uint16_t *p1, float *acc) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t k = 0; k < K; k++) {
+        __m512 a = _mm512_set1_ps(x[k]);
+        a0 = _mm512_fmadd_ps(a, load_bf16x16(p0 + k * NR), a0);
+        a1 = _mm512_fmadd_ps(a, load_bf16x16(p0 + k * NR + 16), a1);
+        a2 = _mm512_fmadd_ps(a, load_bf16x16(p1 + k * NR), a2);
+        a3 = _mm512_fmadd_ps(a, load_bf16x16(p1 + k * NR + 16), a3);
+    }
+    _mm512_storeu_ps(acc, a0);
+    _mm512_storeu_ps(acc + 16, a1);
+    _mm512_storeu_ps(acc + NR, a2);
+    _mm512_storeu_ps(acc + NR + 16, a3);
+}
+#endif
+
+static void linear_tile(const float *x, int64_t K, int mr, const uint16_t *panel, float *acc) {
+#if defined(__AVX512F__)
+    switch (mr) {
+        TILE_CASE(1) TILE_CASE(2) TILE_CASE(3) TILE_CASE(4) TILE_CASE(5) TILE_CASE(6)
+        TILE_CASE(7) TILE_CASE(8) TILE_CASE(9) TILE_CASE(10) TILE_CASE(11) TILE_CASE(12)
+    }
+#else
+    for (int i = 0; i < mr * NR; i++) acc[i] = 0.0f;
+    for (int64_t k = 0; k < K; k++) {
+        const uint16_t *b = panel + k * NR;
+        float bw[NR];
+        for (int j = 0; j < NR; j++) bw[j] = bf16_to_f32(b[j]);
+        for (int i = 0; i < mr; i++) {
+            float a = x[i * K + k];
+            for (int j = 0; j < NR; j++) acc[i * NR + j] = fmaf(a, bw[j], acc[i * NR + j]);
+        }
+    }
+#endif
+}
+
+void tk_linear(const void *x, int x_dtype, int64_t M, int64_t K, int64_t ldx, const uint16_t *packed, int64_t N,
+               int64_t silu_half, void *y, int y_dtype, int64_t ldy, const void *resid, int r_dtype, int64_t ldr,
+               int nthreads) {
+    if (M <= 0) return;
+    float *xf = thread_buffer(M * K);
+    for (int64_t m = 0; m < M; m++) {
+        if (x_dtype == BF16) to_f32((const uint16_t *)x + m * ldx, BF16, K, xf + m * K);
+        else memcpy(xf + m * K, (const float *)x + m * ldx, (size_t)K * 4);
+    }
+    /* Blocks of MB rows x one panel: a block's activations stay in L2 while the panels stream
+       past (prefill), and a decode step (M <= MB) reads each panel once. */
+    const int64_t MB = 8 * MR;
+    int64_t P = (N + NR - 1) / NR, nblocks = (M + MB - 1) / MB;
+    int silu_mode = silu_half > 0;
+#if defined(__AVX512F__)
+    if (M == 1) {
+#pragma omp parallel for schedule(static) num_threads(nthreads)
+        for (int64_t p = 0; p < P; p += 2) {
+            float acc[2 * NR] __attribute__((aligned(64)));
+            if (p + 1 < P) {
+                tile_row_two_panels(xf, K, packed + p * K * NR, packed + (p + 1) * K * NR, acc);
+                linear_epilogue(acc, 1, 0, p, N, silu_mode, y, y_dtype, ldy, resid, r_dtype, ldr);
+                linear_epilogue(acc + NR, 1, 0, p + 1, N, silu_mode, y, y_dtype, ldy, resid, r_dtype, ldr);
+            } else {
+                linear_tile(xf, K, 1, packed + p * K * NR, acc);
+                linear_epilogue(acc, 1, 0, p, N, silu_mode, y, y_dtype, ldy, resid, r_dtype, ldr);
+            }
+        }
+        return;
+    }
+#endif
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nthreads)
+    for (int64_t b = 0; b < nblocks; b++)
+        for (int64_t p = 0; p < P; p++) {
+            float acc[MR * NR] __attribute__((aligned(64)));
+            const uint16_t *panel = packed + p * K * NR;
+            int64_t m_end = (b + 1) * MB < M ? (b + 1) * MB : M;
+            for (int64_t m = b * MB; m < m_end; m += MR) {
+                int mr = (m_end - m) < MR ? (int)(m_end - m) : MR;
+                linear_tile(xf + m * K, K, mr, panel, acc);
+                linear_epilogue(acc, mr, m, p, N, silu_mode, y, y_dtype, ldy, resid, r_dtype, ldr);
+            }
+        }
+}
+
+/* ------------------------------------------------------------------------------ rms_norm
+ * y = x / sqrt(mean(x^2) + eps) * w, statistics in float32, one fixed order per row. */
+void tk_rms_norm(const void *x, int dtype, int64_t M, int64_t D, const void *w, float eps, void *y, int nthreads) {
+#pragma omp parallel for schedule(static) num_threads(nthreads) if (M >= 16)
+    for (int64_t m = 0; m < M; m++) {
+        float ss = 0.0f;
+        for (int64_t d = 0; d < D; d++) {
+            float v = load_elem(x, dtype, m * D + d);
+            ss = fmaf(v, v, ss);
+        }
+        float r = 1.0f / sqrtf(ss / (float)D + eps);
+        for (int64_t d = 0; d < D; d++) {
+            /* As torch: normalize in float32, round to the dtype, then scale by the weight. */
+            float v = load_elem(x, dtype, m * D + d) * r;
+            if (dtype == BF16) v = bf16_to_f32(f32_to_bf16(v));
+            store_elem(y, dtype, m * D + d, v * load_elem(w, dtype, d));
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------------ rope + cache write
+ * qkv (T, H + 2*Hkv, D) of one layer: rotate-half rope on the query and key heads with
+ * each token's cos/sin rows (T, D), roped queries -> q (T, H, D); roped keys and the values -> cache slots
+ * (k_cache, v_cache: (num_slots, Hkv, D), in `dtype`), and the page key bounds kbounds
+ * (Hkv, num_pages, 2, D) float32 ([kmin | kmax]) widened by the keys as stored. */
+void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv, int64_t D,
+                   const void *cos_t, const void *sin_t, const int64_t *slots,
+                   void *q, void *k_cache, void *v_cache, float *kbounds, int64_t num_pages, int64_t page_size) {
+    int64_t W = (H + 2 * Hkv) * D, half = D / 2;
+    for (int64_t t = 0; t < T; t++) {
+        int64_t slot = slots[t], page = slot / page_size;
+        for (int64_t h = 0; h < H + Hkv; h++) {
+            const int64_t base = t * W + h * D;
+            for (int64_t d = 0; d < D; d++) {
+                float c = load_elem(cos_t, dtype, t * D + d), s = load_elem(sin_t, dtype, t * D + d);
+                float xv = load_elem(qkv, dtype, base + d);
+                float rot = d < half ? -load_elem(qkv, dtype, base + d + half) : load_elem(qkv, dtype, base + d - half);
+                float v;
+                if (dtype == BF16) {  /* as torch in bf16: each product rounded, then the sum */
+                    float a = bf16_to_f32(f32_to_bf16(xv * c)), b = bf16_to_f32(f32_to_bf16(rot * s));
+                    v = a + b;
+                } else {
+                    v = xv * c + rot * s;
+                }
+                if (h < H) {
+                    store_elem(q, dtype, (t * H + h) * D + d, v);
+                } else {
+                    int64_t kh = h - H;
+                    store_elem(k_cache, dtype, (slot * Hkv + kh) * D + d, v);
+                    float stored = load_elem(k_cache, dtype, (slot * Hkv + kh) * D + d);
+                    float *row = kbounds + ((kh * num_pages + page) * 2) * D;
+                    if (stored < row[d]) row[d] = stored;
+                    if (stored > row[D + d]) row[D + d] = stored;
+                }
+            }
+        }
+        for (int64_t h = 0; h < Hkv; h++)
+            for (int64_t d = 0; d < D; d++)
+                store_elem(v_cache, dtype, (slot * Hkv + h) * D + d,
+                           load_elem(qkv, dtype, t * W + (H + Hkv + h) * D + d));
+    }
+}
+
+/* ------------------------------------------------------------------------------ paged decode attention
+ * out[n, h] = softmax(scale * q[n, h] . K^T) V over positions 0..seq_lens[n]-1 of the pages
+ * block_table[n, :] of one layer's cache (num_pages, page_size, Hkv, D), query head h reading
+ * KV head h / G. fp8 caches are dequantized with per-KV-head scales. One task per (query,
+ * KV head): the G grouped query heads share each loaded key and value row. Two passes over
+ * the positions (scores, then exp and weighted sum) in position order. */
+#if defined(__AVX512F__)
+static inline __m512 exp512(__m512 x) {  /* exp for x <= 0, relative error ~1e-7 */
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, n);
+}
+#endif
+
+static inline void load_row(const void *cache, int dtype, int64_t offset, int64_t D, float scale, float *dst) {
+#if defined(__AVX512F__)
+    if (dtype == BF16 && (D & 15) == 0) {
+        const uint16_t *src = (const uint16_t *)cache + offset;
+        for (int64_t d = 0; d < D; d += 16)
+            _mm512_storeu_ps(dst + d, _mm512_castsi512_ps(_mm512_slli_epi32(
+                _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + d))), 16)));
+        return;
+    }
+#endif
+    if (dtype == BF16) {
+        const uint16_t *src = (const uint16_t *)cache + offset;
+        for (int64_t d = 0; d < D; d++) dst[d] = bf16_to_f32(src[d]);
+    } else if (dtype == FP8) {
+        const uint8_t *src = (const uint8_t *)cache + offset;
+        for (int64_t d = 0; d < D; d++) dst[d] = fp8_table[src[d]] * scale;
+    } else {
+        memcpy(dst, (const float *)cache + offset, (size_t)D * 4);
+    }
+}
+
+static inline float dot(const float *a, const float *b, int64_t D) {
+#if defined(__AVX512F__)
+    if ((D & 15) == 0) {
+        __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(a), _mm512_loadu_ps(b));
+        for (int64_t d = 16; d < D; d += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + d), _mm512_loadu_ps(b + d), acc);
+        return _mm512_reduce_add_ps(acc);
+    }
+#endif
+    float s = 0.0f;
+    for (int64_t d = 0; d < D; d++) s = fmaf(a[d], b[d], s);
+    return s;
+}
+
+#if defined(__AVX512F__)
+/* The AVX-512 body for bf16 caches with D = 64 (SmolLM2, Llama-style 64-dim heads): per KV head,
+   keys and values are widened in registers and the G queries' accumulators stay in registers.
+   Same order per output as the portable body: scores d = 0..63 in four 16-lane FMAs reduced
+   by _mm512_reduce_add_ps, softmax in position order, values accumulated in position order. */
+static void decode_head_bf16_d64(const float *qf, int64_t G, const uint16_t *k_cache, const uint16_t *v_cache,
+                                 int64_t Hkv, int64_t kh, int64_t page_size, const int32_t *pages, int64_t L,
+                                 float *s, float *out) {
+    __m512 q[4][4];  /* up to 4 grouped query heads x 4 chunks of 16 */
+    for (int64_t g = 0; g < G; g++)
+        for (int c = 0; c < 4; c++) q[g][c] = _mm512_loadu_ps(qf + g * 64 + c * 16);
+    for (int64_t t0 = 0; t0 < L; t0 += page_size) {
+        int64_t base = (int64_t)pages[t0 / page_size] * page_size, end = t0 + page_size < L ? t0 + page_size : L;
+        for (int64_t t = t0; t < end; t++) {
+            const uint16_t *kr = k_cache + ((base + t - t0) * Hkv + kh) * 64;
+            __m512 k0 = load_bf16x16(kr), k1 = load_bf16x16(kr + 16), k2 = load_bf16x16(kr + 32), k3 = load_bf16x16(kr + 48);
+            for (int64_t g = 0; g < G; g++) {
+                __m512 a = _mm512_mul_ps(q[g][0], k0);
+                a = _mm512_fmadd_ps(q[g][1], k1, a);
+                a = _mm512_fmadd_ps(q[g][2], k2, a);
+                a = _mm512_fmadd_ps(q[g][3], k3, a);
+                s[g * L + t] = _mm512_reduce_add_ps(a);
+            }
+        }
+    }
+    for (int64_t g = 0; g < G; g++) {
+        float *sg = s + g * L, mx = -INFINITY;
+        for (int64_t t = 0; t < L; t++) mx = sg[t] > mx ? sg[t] : mx;
+        int64_t t = 0;
+        __m512 vsum = _mm512_setzero_ps(), vmx = _mm512_set1_ps(mx);
+        for (; t + 16 <= L; t += 16) {
+            __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(sg + t), vmx));
+            _mm512_storeu_ps(sg + t, e);
+            vsum = _mm512_add_ps(vsum, e);
+        }
+        float sum = _mm512_reduce_add_ps(vsum);
+        for (; t < L; t++) { sg[t] = expf(sg[t] - mx); sum += sg[t]; }
+        float inv = 1.0f / sum;
+        for (t = 0; t < L; t++) sg[t] *= inv;
+    }
+    __m512 acc[4][4];
+    for (int64_t g = 0; g < G; g++)
+        for (int c = 0; c < 4; c++) acc[g][c] = _mm512_setzero_ps();
+    for (int64_t t0 = 0; t0 < L; t0 += page_size) {
+        int64_t base = (int64_t)pages[t0 / page_size] * page_size, end = t0 + page_size < L ? t0 + page_size : L;
+        for (int64_t t = t0; t < end; t++) {
+            const uint16_t *vr = v_cache + ((base + t - t0) * Hkv + kh) * 64;
+            __m512 v0 = load_bf16x16(vr), v1 = load_bf16x16(vr + 16), v2 = load_bf16x16(vr + 32), v3 = load_bf16x16(vr + 48);
+            for (int64_t g = 0; g < G; g++) {
+                __m512 p = _mm512_set1_ps(s[g * L + t]);
+                acc[g][0] = _mm512_fmadd_ps(p, v0, acc[g][0]);
+                acc[g][1] = _mm512_fmadd_ps(p, v1, acc[g][1]);
+                acc[g][2] = _mm512_fmadd_ps(p, v2, acc[g][2]);
+                acc[g][3] = _mm512_fmadd_ps(p, v3, acc[g][3]);
+            }
+        }
+    }
+    for (int64_t g = 0; g < G; g++)
+        for (int c = 0; c < 4; c++) _mm512_storeu_ps(out + g * 64 + c * 16, acc[g][c]);
+}
+#endif
+
+void tk_paged_decode(const void *q, int q_dtype, int64_t N, int64_t H, int64_t Hkv, int64_t D,
+                     const void *k_cache, const void *v_cache, int kv_dtype, int64_t page_size,
+                     const int32_t *block_table, int64_t bt_stride, const int32_t *seq_lens, float scale,
+                     const float *k_scale, const float *v_scale, void *out, int nthreads) {
+    fp8_init();
+    int64_t G = H / Hkv;
+    /* A task is one query with all its KV heads (the rows of a position are adjacent in the
+       cache, so a task streams memory), or one (query, KV head) when there are fewer queries
+       than threads. The math per (query, head) is the same either way. */
+    int64_t split = N < nthreads ? Hkv : 1, per = Hkv / split;
+#pragma omp parallel for schedule(static) num_threads(nthreads)
+    for (int64_t task = 0; task < N * split; task++) {
+        int64_t n = task / split, h0 = (task % split) * per, L = seq_lens[n], R = per * G;
+        float *buf = thread_buffer(R * D * 2 + per * D + R * L + 64);
+        float *qf = buf, *acc = qf + R * D, *row = acc + R * D, *s = row + per * D;
+        for (int64_t r = 0; r < R; r++)  /* row r: KV head h0 + r / G, query head (h0 * G) + r */
+            for (int64_t d = 0; d < D; d++)
+                qf[r * D + d] = load_elem(q, q_dtype, (n * H + h0 * G + r) * D + d) * scale;
+        const int32_t *pages = block_table + n * bt_stride;
+#if defined(__AVX512F__)
+        if (kv_dtype == BF16 && D == 64 && G <= 4) {
+            for (int64_t j = 0; j < per; j++)
+                decode_head_bf16_d64(qf + j * G * D, G, (const uint16_t *)k_cache, (const uint16_t *)v_cache, Hkv,
+                                     h0 + j, page_size, pages, L, s, acc + j * G * D);
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t d = 0; d < D; d++)
+                    store_elem(out, q_dtype, (n * H + h0 * G + r) * D + d, acc[r * D + d]);
+            continue;
+        }
+#endif
+        for (int64_t t0 = 0; t0 < L; t0 += page_size) {  /* page by page: no division per position */
+            int64_t base = (int64_t)pages[t0 / page_size] * page_size, end = t0 + page_size < L ? t0 + page_size : L;
+            for (int64_t t = t0; t < end; t++)
+                for (int64_t j = 0; j < per; j++) {
+                    int64_t kh = h0 + j;
+                    load_row(k_cache, kv_dtype, ((base + t - t0) * Hkv + kh) * D, D, k_scale ? k_scale[kh] : 1.0f, row);
+                    for (int64_t g = 0; g < G; g++) s[(j * G + g) * L + t] = dot(qf + (j * G + g) * D, row, D);
+                }
+        }
+        for (int64_t r = 0; r < R; r++) {
+            float *sg = s + r * L, mx = -INFINITY, sum = 0.0f;
+            for (int64_t t = 0; t < L; t++) mx = sg[t] > mx ? sg[t] : mx;
+            int64_t t = 0;
+#if defined(__AVX512F__)
+            __m512 vsum = _mm512_setzero_ps(), vmx = _mm512_set1_ps(mx);
+            for (; t + 16 <= L; t += 16) {
+                __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(sg + t), vmx));
+                _mm512_storeu_ps(sg + t, e);
+                vsum = _mm512_add_ps(vsum, e);
+            }
+            sum = _mm512_reduce_add_ps(vsum);
+#endif
+            for (; t < L; t++) { sg[t] = expf(sg[t] - mx); sum += sg[t]; }
+            float inv = 1.0f / sum;
+            for (t = 0; t < L; t++) sg[t] *= inv;
+        }
+        for (int64_t i = 0; i < R * D; i++) acc[i] = 0.0f;
+        for (int64_t t0 = 0; t0 < L; t0 += page_size) {
+            int64_t base = (int64_t)pages[t0 / page_size] * page_size, end = t0 + page_size < L ? t0 + page_size : L;
+            for (int64_t t = t0; t < end; t++)
+                for (int64_t j = 0; j < per; j++) {
+                    int64_t kh = h0 + j;
+                    load_row(v_cache, kv_dtype, ((base + t - t0) * Hkv + kh) * D, D, v_scale ? v_scale[kh] : 1.0f, row);
+                    for (int64_t g = 0; g < G; g++) {
+                        float p = s[(j * G + g) * L + t];
+                        float *a = acc + (j * G + g) * D;
+                        int64_t d = 0;
+#if defined(__AVX512F__)
+                        __m512 vp = _mm512_set1_ps(p);
+                        for (; d + 16 <= D; d += 16)
+                            _mm512_storeu_ps(a + d, _mm512_fmadd_ps(vp, _mm512_loadu_ps(row + d), _mm512_loadu_ps(a + d)));
+#endif
+                        for (; d < D; d++) a[d] = fmaf(p, row[d], a[d]);
+                    }
+                }
+        }
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t d = 0; d < D; d++)
+                store_elem(out, q_dtype, (n * H + h0 * G + r) * D + d, acc[r * D + d]);
+    }
+}
+
+/* ------------------------------------------------------------------------------ one decoder layer
+ * A whole Llama decoder layer for a decode step in bf16 with the dense paged attention, in one
+ * call (the per-op Python and dispatch cost is most of a small model's decode step otherwise):
+ *   xn = rms_norm(x); q = rope_write(xn @ wqkv^T); h = x + paged_decode(q) @ wo^T;
+ *   x  = h + (silu(gate) * up)(rms_norm(h) @ w13^T) @ w2^T             (x updated in place)
+ * Exactly the composition of the routines above, so it computes the same numbers as calling
+ * them one by one. scratch: bf16, T * (2*dim + (H + 2*Hkv)*D + 2*H*D + hidden) elements. */
+void tk_decode_layer(uint16_t *x, int64_t T, int64_t dim, const uint16_t *attn_norm_w, const uint16_t *ffn_norm_w,
+                     float eps, const uint16_t *wqkv, const uint16_t *wo, const uint16_t *w13, const uint16_t *w2,
+                     int64_t hidden, int64_t H, int64_t Hkv, int64_t D, const uint16_t *cos_t, const uint16_t *sin_t,
+                     const int64_t *slots, uint16_t *k_cache, uint16_t *v_cache, float *kbounds, int64_t num_pages,
+                     int64_t page_size, const int32_t *block_table, int64_t bt_stride, const int32_t *seq_lens,
+                     float scale, uint16_t *scratch, int nthreads) {
+    int64_t W = (H + 2 * Hkv) * D;
+    uint16_t *xn = scratch, *qkv = xn + T * dim, *q = qkv + T * W, *att = q + T * H * D, *h = att + T * H * D;
+    uint16_t *g = h + T * dim;
+    tk_rms_norm(x, BF16, T, dim, attn_norm_w, eps, xn, nthreads);
+    tk_linear(xn, BF16, T, dim, dim, wqkv, W, 0, qkv, BF16, W, NULL, BF16, 0, nthreads);
+    tk_rope_write(qkv, BF16, T, H, Hkv, D, cos_t, sin_t, slots, q, k_cache, v_cache, kbounds, num_pages, page_size);
+    tk_paged_decode(q, BF16, T, H, Hkv, D, k_cache, v_cache, BF16, page_size, block_table, bt_stride, seq_lens,
+                    scale, NULL, NULL, att, nthreads);
+    tk_linear(att, BF16, T, H * D, H * D, wo, dim, 0, h, BF16, dim, x, BF16, dim, nthreads);
+    tk_rms_norm(h, BF16, T, dim, ffn_norm_w, eps, xn, nthreads);
+    tk_linear(xn, BF16, T, dim, dim, w13, 2 * hidden, hidden, g, BF16, hidden, NULL, BF16, 0, nthreads);
+    tk_linear(g, BF16, T, hidden, hidden, w2, dim, 0, x, BF16, dim, h, BF16, dim, nthreads);
+}

@@ -1,0 +1,154 @@
+"""kernels.cpu (native C, compiled at first use) against the torch implementations.
+
+Each native routine is checked against torch on the same inputs, and for batch invariance
+(a row's result is bit-identical whatever the other rows of the call), which the engine's
+"same seed, same text in any batch" rests on."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from kernels import cpu
+from kernels.attention.dense import dense_decode
+from kernels.kv_cache import PagedKVCache
+
+if not cpu.available():
+    if os.environ.get("REQUIRE_SERVICES") == "1":
+        raise RuntimeError(f"native CPU kernels must build in CI: {cpu.unavailable_reason()}")
+    pytest.skip(f"native CPU kernels unavailable here: {cpu.unavailable_reason()}", allow_module_level=True)
+
+
+def _fp64_linear(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return x.double() @ w.to(torch.bfloat16).double().T
+
+
+@pytest.mark.parametrize("M", [1, 3, 12, 13, 32, 100], ids=lambda m: f"M{m}")
+@pytest.mark.parametrize("N,K", [(96, 64), (100, 97), (576, 1536)], ids=lambda v: str(v))
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
+def test_linear_matches_float64_reference(M, N, K, dtype):
+    g = torch.Generator().manual_seed(M * 1000 + N + K)
+    w = torch.randn(N, K, generator=g).to(torch.bfloat16)
+    x = torch.randn(M, K, generator=g).to(dtype)
+    y = cpu.linear(x, cpu.PackedWeight(w), out_dtype=torch.float32)
+    ref = _fp64_linear(x, w)
+    # float32 accumulation of K products: error ~ K * eps32 * sum|x w|
+    bound = K * 2 ** -23 * (x.double().abs() @ w.double().abs().T)
+    assert ((y.double() - ref).abs() <= bound + 1e-6).all()
+
+
+def test_linear_is_batch_invariant():
+    g = torch.Generator().manual_seed(0)
+    w = cpu.PackedWeight(torch.randn(200, 576, generator=g).to(torch.bfloat16))
+    x = torch.randn(40, 576, generator=g).to(torch.bfloat16)
+    full = cpu.linear(x, w)
+    for rows in ([0], [5], [0, 1], list(range(13)), list(range(7, 40))):
+        part = cpu.linear(x[rows].contiguous(), w)
+        assert torch.equal(part, full[rows]), rows
+
+
+def test_linear_fused_silu_mul_and_residual():
+    g = torch.Generator().manual_seed(1)
+    H, K, M = 48, 64, 5
+    w = torch.randn(2 * H, K, generator=g).to(torch.bfloat16)
+    x = torch.randn(M, K, generator=g).to(torch.bfloat16)
+    y = cpu.linear(x, cpu.PackedWeight(w, silu_half=True), out_dtype=torch.float32)
+    ref = _fp64_linear(x, w)
+    expected = F.silu(ref[:, :H]) * ref[:, H:]
+    torch.testing.assert_close(y.double(), expected, atol=1e-4, rtol=1e-4)
+    residual = torch.randn(M, 2 * H, generator=g).to(torch.bfloat16)
+    y = cpu.linear(x, cpu.PackedWeight(w), residual=residual, out_dtype=torch.float32)
+    torch.testing.assert_close(y.double(), ref + residual.double(), atol=1e-4, rtol=1e-4)
+
+
+def test_linear_rejects_bad_shapes():
+    w = cpu.PackedWeight(torch.randn(32, 64).to(torch.bfloat16))
+    with pytest.raises(ValueError, match="expects 64"):
+        cpu.linear(torch.randn(2, 63), w)
+    with pytest.raises(ValueError, match="H a multiple of 16"):
+        cpu.PackedWeight(torch.randn(40, 64), silu_half=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
+def test_rms_norm_matches_torch(dtype):
+    g = torch.Generator().manual_seed(2)
+    x = (torch.randn(7, 576, generator=g) * 3).to(dtype)
+    w = torch.randn(576, generator=g).to(dtype)
+    torch.testing.assert_close(cpu.rms_norm(x, w, 1e-5), F.rms_norm(x, (576,), w, 1e-5))
+
+
+def _cache(dtype, *, pages=64, page_size=16, hkv=3, d=64, kv="auto"):
+    return PagedKVCache(num_layers=2, num_pages=pages, page_size=page_size, n_kv_heads=hkv, head_dim=d,
+                        dtype=dtype, kv_cache_dtype=kv)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
+def test_rope_write_matches_torch_rope_and_cache_write(dtype):
+    from inference.model import apply_rope
+
+    g = torch.Generator().manual_seed(3)
+    H, Hkv, D, T = 9, 3, 64, 5
+    qkv = torch.randn(T, H + 2 * Hkv, D, generator=g).to(dtype)
+    angles = torch.rand(T, D, generator=g) * 6
+    cos, sin = angles.cos().to(dtype), angles.sin().to(dtype)
+    slots = torch.tensor([3, 17, 18, 40, 63])
+    native, ref = _cache(dtype), _cache(dtype)
+    q = cpu.rope_write(qkv, H, cos, sin, slots, native, 1)
+    qk = apply_rope(qkv[:, : H + Hkv], cos[:, None], sin[:, None])
+    ref.write(1, slots, qk[:, H:], qkv[:, H + Hkv:])
+    assert torch.equal(q, qk[:, :H])
+    assert torch.equal(native.k, ref.k) and torch.equal(native.v, ref.v)
+    assert torch.equal(native.kbounds, ref.kbounds)
+
+
+def _filled_cache(dtype, lens, *, page_size, hkv, d, kv="auto", seed=0):
+    g = torch.Generator().manual_seed(seed)
+    n_pages = [-(-n // page_size) for n in lens]
+    cache = _cache(dtype, pages=sum(n_pages) + 3, page_size=page_size, hkv=hkv, d=d, kv=kv)
+    perm = torch.randperm(cache.num_pages, generator=g)
+    table = torch.zeros(len(lens), max(n_pages), dtype=torch.int32)
+    used = 0
+    for i, (n, p) in enumerate(zip(lens, n_pages)):
+        table[i, :p] = perm[used:used + p].int()
+        used += p
+        slots = torch.tensor([int(table[i, t // page_size]) * page_size + t % page_size for t in range(n)])
+        cache.write(0, slots, torch.randn(n, hkv, d, generator=g).to(dtype), torch.randn(n, hkv, d, generator=g).to(dtype))
+    return cache, table, torch.tensor(lens, dtype=torch.int32)
+
+
+@pytest.mark.parametrize("kv", ["auto", "fp8_e4m3"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
+@pytest.mark.parametrize("heads,hkv,d", [(9, 3, 64), (4, 4, 64), (6, 2, 40)], ids=["gqa-d64", "mha-d64", "gqa-d40"])
+@pytest.mark.parametrize("page_size", [16, 64], ids=lambda s: f"page{s}")
+def test_paged_decode_matches_dense_reference(kv, dtype, heads, hkv, d, page_size):
+    lens = [1, 63, 97, 1025]
+    cache, table, seq_lens = _filled_cache(dtype, lens, page_size=page_size, hkv=hkv, d=d, kv=kv)
+    q = torch.randn(len(lens), heads, d, generator=torch.Generator().manual_seed(9)).to(dtype)
+    out = cpu.paged_decode(q, cache, 0, table, seq_lens, scale=1 / math.sqrt(d))
+    ref = dense_decode(q.float(), cache, 0, table, seq_lens)  # float32 reference on the dequantized cache
+    if dtype == torch.float32:
+        torch.testing.assert_close(out, ref, atol=2e-6, rtol=1e-5)
+    else:
+        # the rule of CONVENTIONS.md: at most 2x the error of torch's own bf16 computation
+        torch_bf16 = dense_decode(q, cache, 0, table, seq_lens).float()
+        assert (out.float() - ref).abs().max() <= 2 * (torch_bf16 - ref).abs().max() + 1e-6
+
+
+def test_paged_decode_is_batch_invariant():
+    lens = [5, 300, 17, 1025, 64]
+    cache, table, seq_lens = _filled_cache(torch.bfloat16, lens, page_size=16, hkv=3, d=64)
+    q = torch.randn(len(lens), 9, 64, generator=torch.Generator().manual_seed(4)).to(torch.bfloat16)
+    full = cpu.paged_decode(q, cache, 0, table, seq_lens, scale=0.125)
+    for rows in ([0], [3], [1, 3], [4, 0, 2]):
+        part = cpu.paged_decode(q[rows].contiguous(), cache, 0, table[rows], seq_lens[rows], scale=0.125)
+        assert torch.equal(part, full[rows]), rows
+
+
+def test_paged_decode_rejects_lengths_past_the_table():
+    cache, table, seq_lens = _filled_cache(torch.float32, [20], page_size=16, hkv=3, d=64)
+    with pytest.raises(ValueError, match="seq_lens must be in"):
+        cpu.paged_decode(torch.randn(1, 9, 64), cache, 0, table, torch.tensor([33]), scale=0.125)
