@@ -168,26 +168,52 @@ def run(args: argparse.Namespace, *, engine=None) -> dict[str, Any]:
             row["ratio_vs_transformers"] = row["decode_tokens_per_s"] / row["transformers_decode_tokens_per_s"]
         del hf
         gc.collect()
+    bound = weight_bandwidth_bound(engine)
     for row in results:
+        if bound and row["batch"] == 1:
+            row["fraction_of_bandwidth_limit"] = row["decode_tokens_per_s"] / bound["bandwidth_limit_batch1_tokens_per_s"]
         for k, v in row.items():
             if isinstance(v, float):
-                row[k] = round(v, 2)
+                row[k] = round(v, 3 if k.startswith("fraction") else 2)
     return {"model": engine.model_name, "dtype": dtype, "device": args.device, "kernel": kernel.to_dict(),
             "prompt_tokens": args.prompt_tokens, "new_tokens": args.new_tokens,
-            "threads": torch.get_num_threads(), "results": results}
+            "threads": torch.get_num_threads(), **bound, "results": results}
+
+
+def weight_bandwidth_bound(engine) -> dict[str, float]:
+    """The peer for batch-1 decode measured in the same run: a decode step reads every weight
+    once, so reading them (at this machine's memory rate now) bounds tokens/s at batch 1."""
+    from kernels import cpu
+
+    if engine.device.type != "cpu" or not cpu.available():
+        return {}
+    model = engine.model
+    if model.native_layers:
+        tensors = [w.packed for layer in model.native_layers for w in (layer.wqkv, layer.wo, layer.w13, layer.w2)]
+        tensors.append(model.head.weight_packed.packed)
+    else:
+        tensors = [p.detach() for p in model.parameters()]
+    nbytes = sum(t.numel() * t.element_size() for t in tensors)
+    seconds = cpu.stream_read_seconds(tensors)
+    return {"weights_mb": round(nbytes / 1e6, 1), "weight_read_gb_per_s": round(nbytes / seconds / 1e9, 2),
+            "bandwidth_limit_batch1_tokens_per_s": round(1.0 / seconds, 1)}
 
 
 def format_table(report: dict[str, Any]) -> str:
     cols = [("batch", "batch", "{}"), ("decode_tokens_per_s", "decode tok/s", "{:.1f}"),
             ("prefill_tokens_per_s", "prefill tok/s", "{:.1f}"), ("peak_rss_mb", "peak RSS MB", "{:.0f}"),
             ("transformers_decode_tokens_per_s", "transformers decode tok/s", "{:.1f}"),
-            ("ratio_vs_transformers", "ratio", "{:.2f}x")]
+            ("ratio_vs_transformers", "ratio", "{:.2f}x"),
+            ("fraction_of_bandwidth_limit", "of bound", "{:.0%}")]
     rows = report["results"]
     cols = [c for c in cols if any(c[0] in r for r in rows)]
     cells = [[h for _, h, _ in cols]] + [[fmt.format(r[k]) if k in r else "-" for k, _, fmt in cols] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
     lines = [f"{report['model']}  dtype={report['dtype']}  device={report['device']}  threads={report['threads']}  "
              f"prompt={report['prompt_tokens']}  new={report['new_tokens']}  kernel={report['kernel']['attention']}"]
+    if "bandwidth_limit_batch1_tokens_per_s" in report:
+        lines.append(f"weights {report['weights_mb']} MB read at {report['weight_read_gb_per_s']} GB/s now: "
+                     f"batch-1 decode bound {report['bandwidth_limit_batch1_tokens_per_s']} tok/s")
     for i, row in enumerate(cells):
         lines.append("  ".join(c.rjust(w) for c, w in zip(row, widths)))
         if i == 0:

@@ -27,8 +27,11 @@ def test_bench_reports_the_documented_json_shape(engine):
     assert [r["batch"] for r in rows] == [1, 2]
     for r in rows:
         assert r["decode_tokens_per_s"] > 0 and r["prefill_tokens_per_s"] > 0 and r["peak_rss_mb"] > 0
+    # the batch-1 peer measured in the same run: streaming the weights once
+    assert report["weights_mb"] > 100 and report["bandwidth_limit_batch1_tokens_per_s"] > 0
+    assert 0 < rows[0]["fraction_of_bandwidth_limit"] and "fraction_of_bandwidth_limit" not in rows[1]
     table = bench.format_table(report)
-    assert "decode tok/s" in table and "ratio" not in table
+    assert "decode tok/s" in table and "ratio" not in table and "batch-1 decode bound" in table
 
 
 def test_bench_rejects_bad_arguments():

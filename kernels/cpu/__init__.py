@@ -79,7 +79,11 @@ def _lib() -> ctypes.CDLL | None:
         return None
     cache_dir = Path(os.environ.get("TRIAGE_KERNEL_CACHE") or Path.home() / ".cache" / "triage-kernels")
     try:
-        lib = ctypes.CDLL(str(_build(cache_dir)))
+        try:
+            path = _build(cache_dir)
+        except OSError:  # an unwritable home: build in the temporary directory instead
+            path = _build(Path(tempfile.gettempdir()) / f"triage-kernels-{os.getuid()}")
+        lib = ctypes.CDLL(str(path))
     except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
         _reason = str(exc)
         logger.warning("native CPU kernels unavailable, using torch ops instead: %s", exc)
@@ -98,6 +102,7 @@ def _lib() -> ctypes.CDLL | None:
     lib.tk_decode_layer.argtypes = [P, I64, I64, P, P, F, P, P, P, P, I64, I64, I64, I64, P, P, P, P, P, P, I64, I64,
                                     P, I64, P, F, P, I]
     lib.tk_decode_layer.restype = None
+    lib.tk_stream_read.argtypes, lib.tk_stream_read.restype = [P, I64, I], ctypes.c_double
     return lib
 
 
@@ -263,3 +268,18 @@ def decode_layer(x: torch.Tensor, w: LayerWeights, cos: torch.Tensor, sin: torch
 def decode_layer_scratch(T: int, dim: int, n_heads: int, n_kv_heads: int, head_dim: int, hidden: int) -> torch.Tensor:
     return torch.empty(T * (2 * dim + (n_heads + 2 * n_kv_heads) * head_dim + 2 * n_heads * head_dim + hidden),
                        dtype=torch.bfloat16)
+
+
+def stream_read_seconds(tensors: list[torch.Tensor], *, repeats: int = 3) -> float:
+    """Best time to read every byte of `tensors` once with all threads (the memory-bandwidth
+    bound of a step that streams them)."""
+    import time
+
+    lib = _lib()
+    best = float("inf")
+    for _ in range(repeats + 1):  # the first pass warms the TLB
+        t0 = time.perf_counter()
+        for t in tensors:
+            lib.tk_stream_read(t.data_ptr(), t.numel() * t.element_size(), _threads())
+        best = min(best, time.perf_counter() - t0)
+    return best

@@ -540,3 +540,19 @@ void tk_decode_layer(uint16_t *x, int64_t T, int64_t dim, const uint16_t *attn_n
     tk_linear(xn, BF16, T, dim, dim, w13, 2 * hidden, hidden, g, BF16, hidden, NULL, BF16, 0, nthreads);
     tk_linear(g, BF16, T, hidden, hidden, w2, dim, 0, x, BF16, dim, h, BF16, dim, nthreads);
 }
+
+/* ------------------------------------------------------------------------------ memory read rate
+ * Read n bytes once with all threads (a checksum keeps the reads): what streaming a model's
+ * weights costs at best, the bound a batch-1 decode step is measured against. */
+double tk_stream_read(const void *p, int64_t n, int nthreads) {
+    const uint64_t *w = (const uint64_t *)p;
+    int64_t words = n / 8;
+    uint64_t total = 0;
+#pragma omp parallel for schedule(static) reduction(+ : total) num_threads(nthreads)
+    for (int64_t i = 0; i < words; i += 8) {
+        uint64_t s = 0;
+        for (int64_t j = i; j < i + 8 && j < words; j++) s += w[j];
+        total += s;
+    }
+    return (double)total;
+}
