@@ -545,14 +545,31 @@ void tk_decode_layer(uint16_t *x, int64_t T, int64_t dim, const uint16_t *attn_n
  * Read n bytes once with all threads (a checksum keeps the reads): what streaming a model's
  * weights costs at best, the bound a batch-1 decode step is measured against. */
 double tk_stream_read(const void *p, int64_t n, int nthreads) {
-    const uint64_t *w = (const uint64_t *)p;
-    int64_t words = n / 8;
-    uint64_t total = 0;
-#pragma omp parallel for schedule(static) reduction(+ : total) num_threads(nthreads)
-    for (int64_t i = 0; i < words; i += 8) {
-        uint64_t s = 0;
-        for (int64_t j = i; j < i + 8 && j < words; j++) s += w[j];
-        total += s;
+    const char *bytes = (const char *)p;
+    int64_t blocks = n / 256;  /* 256-byte blocks; the tail (< 256 bytes) is not worth reading */
+    double total = 0.0;
+#pragma omp parallel num_threads(nthreads) reduction(+ : total)
+    {
+#if defined(__AVX512F__)
+        __m512i a = _mm512_setzero_si512(), b = a, c = a, d = a;
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < blocks; i++) {
+            const char *q = bytes + i * 256;
+            a = _mm512_add_epi64(a, _mm512_loadu_si512(q));
+            b = _mm512_add_epi64(b, _mm512_loadu_si512(q + 64));
+            c = _mm512_add_epi64(c, _mm512_loadu_si512(q + 128));
+            d = _mm512_add_epi64(d, _mm512_loadu_si512(q + 192));
+        }
+        total += (double)_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a, b), _mm512_add_epi64(c, d)));
+#else
+        uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < blocks; i++) {
+            const uint64_t *q = (const uint64_t *)(bytes + i * 256);
+            for (int j = 0; j < 32; j += 4) { s0 += q[j]; s1 += q[j + 1]; s2 += q[j + 2]; s3 += q[j + 3]; }
+        }
+        total += (double)(s0 + s1 + s2 + s3);
+#endif
     }
-    return (double)total;
+    return total;
 }
