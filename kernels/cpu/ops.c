@@ -336,6 +336,26 @@ static inline __m512 exp512(__m512 x) {  /* exp for x <= 0, relative error ~1e-7
 }
 #endif
 
+/* softmax over sg[0..L) in place: max, exp in position order (16 lanes at a time, then the
+   tail), sum, scale. One order for every caller. */
+static void softmax_inplace(float *sg, int64_t L) {
+    float mx = -INFINITY, sum = 0.0f;
+    for (int64_t t = 0; t < L; t++) mx = sg[t] > mx ? sg[t] : mx;
+    int64_t t = 0;
+#if defined(__AVX512F__)
+    __m512 vsum = _mm512_setzero_ps(), vmx = _mm512_set1_ps(mx);
+    for (; t + 16 <= L; t += 16) {
+        __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(sg + t), vmx));
+        _mm512_storeu_ps(sg + t, e);
+        vsum = _mm512_add_ps(vsum, e);
+    }
+    sum = _mm512_reduce_add_ps(vsum);
+#endif
+    for (; t < L; t++) { sg[t] = expf(sg[t] - mx); sum += sg[t]; }
+    float inv = 1.0f / sum;
+    for (t = 0; t < L; t++) sg[t] *= inv;
+}
+
 static inline void load_row(const void *cache, int dtype, int64_t offset, int64_t D, float scale, float *dst) {
 #if defined(__AVX512F__)
     if (dtype == BF16 && (D & 15) == 0) {
@@ -395,21 +415,7 @@ static void decode_head_bf16_d64(const float *qf, int64_t G, const uint16_t *k_c
             }
         }
     }
-    for (int64_t g = 0; g < G; g++) {
-        float *sg = s + g * L, mx = -INFINITY;
-        for (int64_t t = 0; t < L; t++) mx = sg[t] > mx ? sg[t] : mx;
-        int64_t t = 0;
-        __m512 vsum = _mm512_setzero_ps(), vmx = _mm512_set1_ps(mx);
-        for (; t + 16 <= L; t += 16) {
-            __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(sg + t), vmx));
-            _mm512_storeu_ps(sg + t, e);
-            vsum = _mm512_add_ps(vsum, e);
-        }
-        float sum = _mm512_reduce_add_ps(vsum);
-        for (; t < L; t++) { sg[t] = expf(sg[t] - mx); sum += sg[t]; }
-        float inv = 1.0f / sum;
-        for (t = 0; t < L; t++) sg[t] *= inv;
-    }
+    for (int64_t g = 0; g < G; g++) softmax_inplace(s + g * L, L);
     __m512 acc[4][4];
     for (int64_t g = 0; g < G; g++)
         for (int c = 0; c < 4; c++) acc[g][c] = _mm512_setzero_ps();
@@ -471,23 +477,7 @@ void tk_paged_decode(const void *q, int q_dtype, int64_t N, int64_t H, int64_t H
                     for (int64_t g = 0; g < G; g++) s[(j * G + g) * L + t] = dot(qf + (j * G + g) * D, row, D);
                 }
         }
-        for (int64_t r = 0; r < R; r++) {
-            float *sg = s + r * L, mx = -INFINITY, sum = 0.0f;
-            for (int64_t t = 0; t < L; t++) mx = sg[t] > mx ? sg[t] : mx;
-            int64_t t = 0;
-#if defined(__AVX512F__)
-            __m512 vsum = _mm512_setzero_ps(), vmx = _mm512_set1_ps(mx);
-            for (; t + 16 <= L; t += 16) {
-                __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(sg + t), vmx));
-                _mm512_storeu_ps(sg + t, e);
-                vsum = _mm512_add_ps(vsum, e);
-            }
-            sum = _mm512_reduce_add_ps(vsum);
-#endif
-            for (; t < L; t++) { sg[t] = expf(sg[t] - mx); sum += sg[t]; }
-            float inv = 1.0f / sum;
-            for (t = 0; t < L; t++) sg[t] *= inv;
-        }
+        for (int64_t r = 0; r < R; r++) softmax_inplace(s + r * L, L);
         for (int64_t i = 0; i < R * D; i++) acc[i] = 0.0f;
         for (int64_t t0 = 0; t0 < L; t0 += page_size) {
             int64_t base = (int64_t)pages[t0 / page_size] * page_size, end = t0 + page_size < L ? t0 + page_size : L;
