@@ -74,24 +74,21 @@ class Attention(nn.Module):
         self.wqkv = nn.Linear(config.dim, config.qkv_dim, bias=False)
         self.wo = nn.Linear(config.n_heads * config.head_dim, config.dim, bias=False)
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, batch: AttentionBatch,
-                residual: torch.Tensor | None = None) -> torch.Tensor:
-        """-> wo(attention(x)), plus `residual` when given."""
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, batch: AttentionBatch) -> torch.Tensor:
         T = x.shape[0]
         H, Hkv, D = self.n_heads, self.n_kv_heads, self.head_dim
         qkv = self.wqkv(x).view(T, H + 2 * Hkv, D)
-        cache = batch.cache
         qk = apply_rope(qkv[:, : H + Hkv], cos, sin)           # (T, H + Hkv, D)
         q, k = qk[:, :H], qk[:, H:]
         v = qkv[:, H + Hkv:]
-        cache.write(self.layer_id, batch.slots, k, v)
+        batch.cache.write(self.layer_id, batch.slots, k, v)
         if batch.mode == "prefill":
             out = batch.backend.prefill(q, k, v, batch.cu_seqlens)
         else:
             extra = {} if batch.plan is None else {"plan": batch.plan}
-            out = batch.backend.decode(q, cache, self.layer_id, batch.block_table, batch.seq_lens, **extra)
+            out = batch.backend.decode(q, batch.cache, self.layer_id, batch.block_table, batch.seq_lens, **extra)
         assert out.shape == (T, H, D), f"attention backend returned {tuple(out.shape)}, expected {(T, H, D)}"
-        return linear_residual(self.wo, out.reshape(T, H * D), residual)
+        return self.wo(out.reshape(T, H * D))
 
 
 class FeedForward(nn.Module):
@@ -101,14 +98,9 @@ class FeedForward(nn.Module):
         self.w13 = nn.Linear(config.dim, 2 * config.intermediate_size, bias=False)  # gate, up fused
         self.w2 = nn.Linear(config.intermediate_size, config.dim, bias=False)
 
-    def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
-        """-> w2(silu(gate) * up), plus `residual` when given."""
-        if getattr(self.w13, "fuses_silu_mul", False):
-            h = self.w13(x)
-        else:
-            gate, up = self.w13(x).split(self.hidden, dim=-1)
-            h = F.silu(gate) * up
-        return linear_residual(self.w2, h, residual)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, up = self.w13(x).split(self.hidden, dim=-1)
+        return self.w2(F.silu(gate) * up)
 
 
 class TransformerBlock(nn.Module):
@@ -120,8 +112,8 @@ class TransformerBlock(nn.Module):
         self.ffn_norm = RMSNorm(config.dim, config.norm_eps)
 
     def forward(self, x, cos, sin, batch: AttentionBatch) -> torch.Tensor:
-        h = self.attention(self.attention_norm(x), cos, sin, batch, residual=x)
-        return self.feed_forward(self.ffn_norm(h), residual=h)
+        h = x + self.attention(self.attention_norm(x), cos, sin, batch)
+        return h + self.feed_forward(self.ffn_norm(h))
 
 
 class Transformer(nn.Module):
@@ -197,30 +189,17 @@ class Transformer(nn.Module):
                 param.copy_(src)
 
 
-def linear_residual(layer: nn.Module, x: torch.Tensor, residual: torch.Tensor | None) -> torch.Tensor:
-    """layer(x) + residual, fused into the layer when it can (NativeLinear)."""
-    if residual is None:
-        return layer(x)
-    if getattr(layer, "fuses_residual", False):
-        return layer(x, residual=residual)
-    return residual + layer(x)
-
-
 class NativeLinear(nn.Module):
     """A bias-free bf16 linear layer computed by kernels.cpu.linear: weights packed once, float32
-    math in a fixed order per output element (batch invariant by construction), optional fused
-    epilogues: `+ residual`, and for a fused [gate; up] weight (silu_mul=True) silu(gate) * up."""
+    math in a fixed order per output element, so batch invariant at any row count."""
 
-    fuses_residual = True
-
-    def __init__(self, weight: torch.Tensor, *, silu_mul: bool = False, out_dtype: torch.dtype | None = None):
+    def __init__(self, weight: torch.Tensor, *, out_dtype: torch.dtype | None = None):
         super().__init__()
-        self.weight_packed = kernels_cpu.PackedWeight(weight, silu_half=silu_mul)
-        self.fuses_silu_mul = silu_mul
+        self.weight_packed = kernels_cpu.PackedWeight(weight)
         self.out_dtype = out_dtype
 
-    def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
-        return kernels_cpu.linear(x.contiguous(), self.weight_packed, out_dtype=self.out_dtype, residual=residual)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return kernels_cpu.linear(x.contiguous(), self.weight_packed, out_dtype=self.out_dtype)
 
 
 class PackedLinear(nn.Module):
