@@ -169,9 +169,14 @@ static inline __attribute__((always_inline)) void tile_fixed(const float *x, int
 
 /* One row against two panels at once: four independent FMA chains instead of two, for the
    bandwidth-bound M = 1 case. Each output's summation order is the same as tile_fixed's. */
+#ifndef GEMV_PF
+#define GEMV_PF 64
+#endif
 static void tile_row_two_panels(const float *x, int64_t K, const uint16_t *p0, const uint16_t *p1, float *acc) {
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (int64_t k = 0; k < K; k++) {
+        _mm_prefetch((const char *)(p0 + (k + GEMV_PF) * NR), _MM_HINT_T0);
+        _mm_prefetch((const char *)(p1 + (k + GEMV_PF) * NR), _MM_HINT_T0);
         __m512 a = _mm512_set1_ps(x[k]);
         a0 = _mm512_fmadd_ps(a, load_bf16x16(p0 + k * NR), a0);
         a1 = _mm512_fmadd_ps(a, load_bf16x16(p0 + k * NR + 16), a1);
@@ -391,27 +396,73 @@ static inline float dot(const float *a, const float *b, int64_t D) {
 }
 
 #if defined(__AVX512F__)
-/* The AVX-512 body for bf16 caches with D = 64 (SmolLM2, Llama-style 64-dim heads): per KV head,
-   keys and values are widened in registers and the G queries' accumulators stay in registers.
-   Same order per output as the portable body: scores d = 0..63 in four 16-lane FMAs reduced
-   by _mm512_reduce_add_ps, softmax in position order, values accumulated in position order. */
+/* The horizontal sums of 16 vectors at once: r[t] = sum of v[t]'s lanes, added pairwise as
+   lanes (i, i+8), then (i, i+4), (i, i+2), (i, i+1), the same tree for every t. */
+static inline __m512 hsum16x16(const __m512 *v) {
+    __m512 u[8], w[4], z[2];
+    for (int t = 0; t < 8; t++)
+        u[t] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * t], v[2 * t + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_f32x4(v[2 * t], v[2 * t + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    for (int t = 0; t < 4; t++)
+        w[t] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * t], u[2 * t + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(u[2 * t], u[2 * t + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    for (int t = 0; t < 2; t++)
+        z[t] = _mm512_add_ps(_mm512_shuffle_ps(w[2 * t], w[2 * t + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(w[2 * t], w[2 * t + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    __m512 r = _mm512_add_ps(_mm512_shuffle_ps(z[0], z[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_ps(z[0], z[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    /* r[4 * L + j] holds position 4 * j + L */
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r);
+}
+
+/* 32 bf16 as their even and odd elements widened to float32: two ALU ops, no lane crossing. */
+static inline void load_bf16x32_split(const uint16_t *p, __m512 *even, __m512 *odd) {
+    __m512i w = _mm512_loadu_si512((const void *)p);
+    *even = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+    *odd = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32((int)0xFFFF0000u)));
+}
+
+/* The AVX-512 body for bf16 caches with D = 64 and pages a multiple of 16 rows (SmolLM2,
+   Llama-style 64-dim heads). Keys are widened once per row and shared by the G grouped query
+   heads; a score is four lane-wise products summed by hsum16x16, 16 positions at a time (rows
+   past the sequence's end in its last page are computed and dropped, so every position takes
+   the same path at any length). Values are accumulated per output element in position order. */
 static void decode_head_bf16_d64(const float *qf, int64_t G, const uint16_t *k_cache, const uint16_t *v_cache,
                                  int64_t Hkv, int64_t kh, int64_t page_size, const int32_t *pages, int64_t L,
                                  float *s, float *out) {
-    __m512 q[4][4];  /* up to 4 grouped query heads x 4 chunks of 16 */
-    for (int64_t g = 0; g < G; g++)
-        for (int c = 0; c < 4; c++) q[g][c] = _mm512_loadu_ps(qf + g * 64 + c * 16);
+    /* q split like the keys: dims (2i, 2i+1, 32+2i, 33+2i) in lane i of vectors 0..3 */
+    __m512 q[4][4];
+    for (int64_t g = 0; g < G; g++) {
+        float split[64];
+        for (int i = 0; i < 16; i++) {
+            split[i] = qf[g * 64 + 2 * i];           split[16 + i] = qf[g * 64 + 2 * i + 1];
+            split[32 + i] = qf[g * 64 + 32 + 2 * i]; split[48 + i] = qf[g * 64 + 33 + 2 * i];
+        }
+        for (int c = 0; c < 4; c++) q[g][c] = _mm512_loadu_ps(split + c * 16);
+    }
+    float kf[16][64] __attribute__((aligned(64)));
     for (int64_t t0 = 0; t0 < L; t0 += page_size) {
-        int64_t base = (int64_t)pages[t0 / page_size] * page_size, end = t0 + page_size < L ? t0 + page_size : L;
-        for (int64_t t = t0; t < end; t++) {
-            const uint16_t *kr = k_cache + ((base + t - t0) * Hkv + kh) * 64;
-            __m512 k0 = load_bf16x16(kr), k1 = load_bf16x16(kr + 16), k2 = load_bf16x16(kr + 32), k3 = load_bf16x16(kr + 48);
+        int64_t base = (int64_t)pages[t0 / page_size] * page_size;
+        for (int64_t o = 0; o < page_size && t0 + o < L; o += 16) {
+            for (int t = 0; t < 16; t++) {
+                const uint16_t *kr = k_cache + ((base + o + t) * Hkv + kh) * 64;
+                __m512 e0, o0, e1, o1;
+                load_bf16x32_split(kr, &e0, &o0);
+                load_bf16x32_split(kr + 32, &e1, &o1);
+                _mm512_store_ps(kf[t], e0); _mm512_store_ps(kf[t] + 16, o0);
+                _mm512_store_ps(kf[t] + 32, e1); _mm512_store_ps(kf[t] + 48, o1);
+            }
+            int64_t n = L - (t0 + o) < 16 ? L - (t0 + o) : 16;
+            __mmask16 keep = (__mmask16)((1u << n) - 1u);
             for (int64_t g = 0; g < G; g++) {
-                __m512 a = _mm512_mul_ps(q[g][0], k0);
-                a = _mm512_fmadd_ps(q[g][1], k1, a);
-                a = _mm512_fmadd_ps(q[g][2], k2, a);
-                a = _mm512_fmadd_ps(q[g][3], k3, a);
-                s[g * L + t] = _mm512_reduce_add_ps(a);
+                __m512 a[16];
+                for (int t = 0; t < 16; t++) {
+                    __m512 x = _mm512_mul_ps(q[g][0], _mm512_load_ps(kf[t]));
+                    x = _mm512_fmadd_ps(q[g][1], _mm512_load_ps(kf[t] + 16), x);
+                    x = _mm512_fmadd_ps(q[g][2], _mm512_load_ps(kf[t] + 32), x);
+                    a[t] = _mm512_fmadd_ps(q[g][3], _mm512_load_ps(kf[t] + 48), x);
+                }
+                _mm512_mask_storeu_ps(s + g * L + t0 + o, keep, hsum16x16(a));
             }
         }
     }
@@ -423,7 +474,9 @@ static void decode_head_bf16_d64(const float *qf, int64_t G, const uint16_t *k_c
         int64_t base = (int64_t)pages[t0 / page_size] * page_size, end = t0 + page_size < L ? t0 + page_size : L;
         for (int64_t t = t0; t < end; t++) {
             const uint16_t *vr = v_cache + ((base + t - t0) * Hkv + kh) * 64;
-            __m512 v0 = load_bf16x16(vr), v1 = load_bf16x16(vr + 16), v2 = load_bf16x16(vr + 32), v3 = load_bf16x16(vr + 48);
+            __m512 v0, v1, v2, v3;
+            load_bf16x32_split(vr, &v0, &v1);
+            load_bf16x32_split(vr + 32, &v2, &v3);
             for (int64_t g = 0; g < G; g++) {
                 __m512 p = _mm512_set1_ps(s[g * L + t]);
                 acc[g][0] = _mm512_fmadd_ps(p, v0, acc[g][0]);
@@ -433,8 +486,14 @@ static void decode_head_bf16_d64(const float *qf, int64_t G, const uint16_t *k_c
             }
         }
     }
-    for (int64_t g = 0; g < G; g++)
-        for (int c = 0; c < 4; c++) _mm512_storeu_ps(out + g * 64 + c * 16, acc[g][c]);
+    for (int64_t g = 0; g < G; g++) {
+        float split[64];
+        for (int c = 0; c < 4; c++) _mm512_storeu_ps(split + c * 16, acc[g][c]);
+        for (int i = 0; i < 16; i++) {
+            out[g * 64 + 2 * i] = split[i];           out[g * 64 + 2 * i + 1] = split[16 + i];
+            out[g * 64 + 32 + 2 * i] = split[32 + i]; out[g * 64 + 33 + 2 * i] = split[48 + i];
+        }
+    }
 }
 #endif
 
@@ -458,7 +517,7 @@ void tk_paged_decode(const void *q, int q_dtype, int64_t N, int64_t H, int64_t H
                 qf[r * D + d] = load_elem(q, q_dtype, (n * H + h0 * G + r) * D + d) * scale;
         const int32_t *pages = block_table + n * bt_stride;
 #if defined(__AVX512F__)
-        if (kv_dtype == BF16 && D == 64 && G <= 4) {
+        if (kv_dtype == BF16 && D == 64 && G <= 4 && page_size % 16 == 0) {
             for (int64_t j = 0; j < per; j++)
                 decode_head_bf16_d64(qf + j * G * D, G, (const uint16_t *)k_cache, (const uint16_t *)v_cache, Hkv,
                                      h0 + j, page_size, pages, L, s, acc + j * G * D);

@@ -105,10 +105,13 @@ def test_rope_write_matches_torch_rope_and_cache_write(dtype):
     assert torch.equal(native.kbounds, ref.kbounds)
 
 
-def _filled_cache(dtype, lens, *, page_size, hkv, d, kv="auto", seed=0):
+def _filled_cache(dtype, lens, *, page_size, hkv, d, kv="auto", seed=0, poison=False):
     g = torch.Generator().manual_seed(seed)
     n_pages = [-(-n // page_size) for n in lens]
     cache = _cache(dtype, pages=sum(n_pages) + 3, page_size=page_size, hkv=hkv, d=d, kv=kv)
+    if poison:  # stale rows past a sequence's end hold NaN: they must never reach the output
+        cache.k.view(torch.uint8).fill_(0xFF)
+        cache.v.view(torch.uint8).fill_(0xFF)
     perm = torch.randperm(cache.num_pages, generator=g)
     table = torch.zeros(len(lens), max(n_pages), dtype=torch.int32)
     used = 0
@@ -146,6 +149,20 @@ def test_paged_decode_is_batch_invariant():
     for rows in ([0], [3], [1, 3], [4, 0, 2]):
         part = cpu.paged_decode(q[rows].contiguous(), cache, 0, table[rows], seq_lens[rows], scale=0.125)
         assert torch.equal(part, full[rows]), rows
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
+def test_paged_decode_ignores_stale_rows_past_the_end(dtype):
+    """Rows after the last position of a sequence's last page hold whatever an earlier sequence
+    left there (NaN here); the kernel reads whole 16-row groups but keeps only real positions."""
+    lens = [1, 15, 17, 40, 64]
+    q = torch.randn(len(lens), 9, 64, generator=torch.Generator().manual_seed(5)).to(dtype)
+    outs = []
+    for poison in (False, True):
+        cache, table, seq_lens = _filled_cache(dtype, lens, page_size=64, hkv=3, d=64, poison=poison)
+        outs.append(cpu.paged_decode(q, cache, 0, table, seq_lens, scale=0.125))
+    assert torch.isfinite(outs[1]).all()
+    assert torch.equal(outs[1], outs[0])
 
 
 def test_paged_decode_rejects_lengths_past_the_table():
