@@ -95,7 +95,7 @@ def _lib() -> ctypes.CDLL | None:
     lib.tk_linear.argtypes = [P, I, I64, I64, I64, P, I64, I64, P, I, I64, P, I, I64, I]
     lib.tk_linear.restype = None
     lib.tk_rms_norm.argtypes, lib.tk_rms_norm.restype = [P, I, I64, I64, P, F, P, I], None
-    lib.tk_rope_write.argtypes = [P, I, I64, I64, I64, I64, P, P, P, P, P, P, P, I64, I64]
+    lib.tk_rope_write.argtypes = [P, I, I64, I64, I64, I64, P, P, P, P, P, P, P, I64, I64, I]
     lib.tk_rope_write.restype = None
     lib.tk_paged_decode.argtypes = [P, I, I64, I64, I64, I64, P, P, I, I64, P, I64, P, F, P, P, P, I]
     lib.tk_paged_decode.restype = None
@@ -194,7 +194,7 @@ def rope_write(qkv: torch.Tensor, n_heads: int, cos: torch.Tensor, sin: torch.Te
     q = torch.empty(T, n_heads, D, dtype=qkv.dtype)
     _lib().tk_rope_write(qkv.data_ptr(), _DTYPE_CODES[qkv.dtype], T, n_heads, Hkv, D, cos.data_ptr(), sin.data_ptr(),
                          slots.data_ptr(), q.data_ptr(), cache.k[layer].data_ptr(), cache.v[layer].data_ptr(),
-                         cache.kbounds[layer].data_ptr(), cache.num_pages, cache.page_size)
+                         cache.kbounds[layer].data_ptr(), cache.num_pages, cache.page_size, _threads())
     return q
 
 

@@ -280,10 +280,67 @@ void tk_rms_norm(const void *x, int dtype, int64_t M, int64_t D, const void *w, 
  * each token's cos/sin rows (T, D), roped queries -> q (T, H, D); roped keys and the values -> cache slots
  * (k_cache, v_cache: (num_slots, Hkv, D), in `dtype`), and the page key bounds kbounds
  * (Hkv, num_pages, 2, D) float32 ([kmin | kmax]) widened by the keys as stored. */
+#if defined(__AVX512F__)
+/* f32_to_bf16 on 16 lanes: the bf16 bits in the low half of each 32-bit lane. */
+static inline __m512i f32_to_bf16x16(__m512 f) {
+    __m512i u = _mm512_castps_si512(f), one = _mm512_set1_epi32(1);
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                            _mm512_set1_epi32(0x7f800000));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
+                                                     _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
+    return _mm512_mask_blend_epi32(nan, _mm512_srli_epi32(r, 16),
+                                   _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
+}
+static inline __m512 round_bf16x16(__m512 f) { return _mm512_castsi512_ps(_mm512_slli_epi32(f32_to_bf16x16(f), 16)); }
+static inline void store_bf16x16(uint16_t *p, __m512 f) {
+    _mm256_storeu_si256((__m256i *)p, _mm512_cvtepi32_epi16(f32_to_bf16x16(f)));
+}
+
+/* One head of one token, bf16, D/2 a multiple of 16: the same operations as the scalar loop of
+   tk_rope_write, 16 lanes at a time. Writes the rotated head to dst; returns nothing. */
+static void rope_head_bf16(const uint16_t *x, const uint16_t *c, const uint16_t *s, int64_t D, uint16_t *dst,
+                           float *bounds) {
+    int64_t half = D / 2;
+    for (int64_t d = 0; d < D; d += 16) {
+        __m512 xv = load_bf16x16(x + d), cv = load_bf16x16(c + d), sv = load_bf16x16(s + d);
+        __m512 rot = d < half ? _mm512_sub_ps(_mm512_setzero_ps(), load_bf16x16(x + d + half))
+                              : load_bf16x16(x + d - half);
+        __m512 v = _mm512_add_ps(round_bf16x16(_mm512_mul_ps(xv, cv)), round_bf16x16(_mm512_mul_ps(rot, sv)));
+        store_bf16x16(dst + d, v);
+        if (bounds) {  /* min/max of what was stored; NaN never enters a bound, as in the scalar loop */
+            __m512 stored = round_bf16x16(v);
+            _mm512_storeu_ps(bounds + d, _mm512_min_ps(stored, _mm512_loadu_ps(bounds + d)));
+            _mm512_storeu_ps(bounds + D + d, _mm512_max_ps(stored, _mm512_loadu_ps(bounds + D + d)));
+        }
+    }
+}
+#endif
+
 void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv, int64_t D,
                    const void *cos_t, const void *sin_t, const int64_t *slots,
-                   void *q, void *k_cache, void *v_cache, float *kbounds, int64_t num_pages, int64_t page_size) {
+                   void *q, void *k_cache, void *v_cache, float *kbounds, int64_t num_pages, int64_t page_size,
+                   int nthreads) {
     int64_t W = (H + 2 * Hkv) * D, half = D / 2;
+#if defined(__AVX512F__)
+    if (dtype == BF16 && half % 16 == 0) {
+        /* One task per head over all tokens: a KV head's task owns its cache rows and bounds,
+           so tasks never write the same memory, and tokens keep their order within a task. */
+        const uint16_t *x = (const uint16_t *)qkv, *c = (const uint16_t *)cos_t, *s = (const uint16_t *)sin_t;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads)
+        for (int64_t h = 0; h < H + Hkv; h++)
+            for (int64_t t = 0; t < T; t++) {
+                if (h < H) {
+                    rope_head_bf16(x + t * W + h * D, c + t * D, s + t * D, D, (uint16_t *)q + (t * H + h) * D, NULL);
+                } else {
+                    int64_t kh = h - H, slot = slots[t], page = slot / page_size;
+                    rope_head_bf16(x + t * W + h * D, c + t * D, s + t * D, D,
+                                   (uint16_t *)k_cache + (slot * Hkv + kh) * D, kbounds + ((kh * num_pages + page) * 2) * D);
+                    memcpy((uint16_t *)v_cache + (slot * Hkv + kh) * D, x + t * W + (H + Hkv + kh) * D, (size_t)D * 2);
+                }
+            }
+        return;
+    }
+#endif
     for (int64_t t = 0; t < T; t++) {
         int64_t slot = slots[t], page = slot / page_size;
         for (int64_t h = 0; h < H + Hkv; h++) {
@@ -345,8 +402,15 @@ static inline __m512 exp512(__m512 x) {  /* exp for x <= 0, relative error ~1e-7
    tail), sum, scale. One order for every caller. */
 static void softmax_inplace(float *sg, int64_t L) {
     float mx = -INFINITY, sum = 0.0f;
-    for (int64_t t = 0; t < L; t++) mx = sg[t] > mx ? sg[t] : mx;
     int64_t t = 0;
+#if defined(__AVX512F__)
+    /* max in 16 lanes (exact in any order; a NaN score is skipped, as in the scalar loop) */
+    __m512 vm = _mm512_set1_ps(-INFINITY);
+    for (; t + 16 <= L; t += 16) vm = _mm512_max_ps(_mm512_loadu_ps(sg + t), vm);
+    mx = _mm512_reduce_max_ps(vm);
+#endif
+    for (; t < L; t++) mx = sg[t] > mx ? sg[t] : mx;
+    t = 0;
 #if defined(__AVX512F__)
     __m512 vsum = _mm512_setzero_ps(), vmx = _mm512_set1_ps(mx);
     for (; t + 16 <= L; t += 16) {
@@ -423,77 +487,86 @@ static inline void load_bf16x32_split(const uint16_t *p, __m512 *even, __m512 *o
 }
 
 /* The AVX-512 body for bf16 caches with D = 64 and pages a multiple of 16 rows (SmolLM2,
-   Llama-style 64-dim heads). Keys are widened once per row and shared by the G grouped query
-   heads; a score is four lane-wise products summed by hsum16x16, 16 positions at a time (rows
-   past the sequence's end in its last page are computed and dropped, so every position takes
-   the same path at any length). Values are accumulated per output element in position order. */
-static void decode_head_bf16_d64(const float *qf, int64_t G, const uint16_t *k_cache, const uint16_t *v_cache,
-                                 int64_t Hkv, int64_t kh, int64_t page_size, const int32_t *pages, int64_t L,
-                                 float *s, float *out) {
-    /* q split like the keys: dims (2i, 2i+1, 32+2i, 33+2i) in lane i of vectors 0..3 */
-    __m512 q[4][4];
-    for (int64_t g = 0; g < G; g++) {
-        float split[64];
+   Llama-style 64-dim heads), for one query and its KV heads kh0 .. kh0 + nh - 1 (G query heads
+   each). The cache is walked page by page and, within a page, head by head, so memory is read
+   in address order (a position's heads are adjacent): the hardware prefetcher streams it.
+   Scores: keys are widened once per 16-row group and shared by the G query heads; a score is
+   four lane-wise products summed by hsum16x16 (rows past the sequence's end in its last page
+   are computed and dropped, so every position takes the same path at any length).
+   Values: each output element is accumulated in position order.
+   qf (nh*G, 64) scaled queries; s (nh*G, L) scores; acc (nh*G, 64) scratch; out (nh*G, 64). */
+static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const uint16_t *k_cache,
+                                  const uint16_t *v_cache, int64_t Hkv, int64_t kh0, int64_t page_size,
+                                  const int32_t *pages, int64_t L, float *s, float *acc, float *out) {
+    const int64_t R = nh * G;
+    /* q split like the keys: dims (2i, 2i+1, 32+2i, 33+2i) in lane i of vectors 0..3 (in acc) */
+    float *qs = acc;
+    for (int64_t r = 0; r < R; r++)
         for (int i = 0; i < 16; i++) {
-            split[i] = qf[g * 64 + 2 * i];           split[16 + i] = qf[g * 64 + 2 * i + 1];
-            split[32 + i] = qf[g * 64 + 32 + 2 * i]; split[48 + i] = qf[g * 64 + 33 + 2 * i];
+            qs[r * 64 + i] = qf[r * 64 + 2 * i];           qs[r * 64 + 16 + i] = qf[r * 64 + 2 * i + 1];
+            qs[r * 64 + 32 + i] = qf[r * 64 + 32 + 2 * i]; qs[r * 64 + 48 + i] = qf[r * 64 + 33 + 2 * i];
         }
-        for (int c = 0; c < 4; c++) q[g][c] = _mm512_loadu_ps(split + c * 16);
-    }
     float kf[16][64] __attribute__((aligned(64)));
     for (int64_t t0 = 0; t0 < L; t0 += page_size) {
         int64_t base = (int64_t)pages[t0 / page_size] * page_size;
         for (int64_t o = 0; o < page_size && t0 + o < L; o += 16) {
-            for (int t = 0; t < 16; t++) {
-                const uint16_t *kr = k_cache + ((base + o + t) * Hkv + kh) * 64;
-                __m512 e0, o0, e1, o1;
-                load_bf16x32_split(kr, &e0, &o0);
-                load_bf16x32_split(kr + 32, &e1, &o1);
-                _mm512_store_ps(kf[t], e0); _mm512_store_ps(kf[t] + 16, o0);
-                _mm512_store_ps(kf[t] + 32, e1); _mm512_store_ps(kf[t] + 48, o1);
-            }
             int64_t n = L - (t0 + o) < 16 ? L - (t0 + o) : 16;
             __mmask16 keep = (__mmask16)((1u << n) - 1u);
-            for (int64_t g = 0; g < G; g++) {
-                __m512 a[16];
+            for (int64_t j = 0; j < nh; j++) {
                 for (int t = 0; t < 16; t++) {
-                    __m512 x = _mm512_mul_ps(q[g][0], _mm512_load_ps(kf[t]));
-                    x = _mm512_fmadd_ps(q[g][1], _mm512_load_ps(kf[t] + 16), x);
-                    x = _mm512_fmadd_ps(q[g][2], _mm512_load_ps(kf[t] + 32), x);
-                    a[t] = _mm512_fmadd_ps(q[g][3], _mm512_load_ps(kf[t] + 48), x);
+                    const uint16_t *kr = k_cache + ((base + o + t) * Hkv + kh0 + j) * 64;
+                    __m512 e0, o0, e1, o1;
+                    load_bf16x32_split(kr, &e0, &o0);
+                    load_bf16x32_split(kr + 32, &e1, &o1);
+                    _mm512_store_ps(kf[t], e0); _mm512_store_ps(kf[t] + 16, o0);
+                    _mm512_store_ps(kf[t] + 32, e1); _mm512_store_ps(kf[t] + 48, o1);
                 }
-                _mm512_mask_storeu_ps(s + g * L + t0 + o, keep, hsum16x16(a));
+                for (int64_t g = 0; g < G; g++) {
+                    const float *qr = qs + (j * G + g) * 64;
+                    __m512 q0 = _mm512_loadu_ps(qr), q1 = _mm512_loadu_ps(qr + 16);
+                    __m512 q2 = _mm512_loadu_ps(qr + 32), q3 = _mm512_loadu_ps(qr + 48);
+                    __m512 a[16];
+                    for (int t = 0; t < 16; t++) {
+                        __m512 x = _mm512_mul_ps(q0, _mm512_load_ps(kf[t]));
+                        x = _mm512_fmadd_ps(q1, _mm512_load_ps(kf[t] + 16), x);
+                        x = _mm512_fmadd_ps(q2, _mm512_load_ps(kf[t] + 32), x);
+                        a[t] = _mm512_fmadd_ps(q3, _mm512_load_ps(kf[t] + 48), x);
+                    }
+                    _mm512_mask_storeu_ps(s + (j * G + g) * L + t0 + o, keep, hsum16x16(a));
+                }
             }
         }
     }
-    for (int64_t g = 0; g < G; g++) softmax_inplace(s + g * L, L);
-    __m512 acc[4][4];
-    for (int64_t g = 0; g < G; g++)
-        for (int c = 0; c < 4; c++) acc[g][c] = _mm512_setzero_ps();
+    for (int64_t r = 0; r < R; r++) softmax_inplace(s + r * L, L);
+    for (int64_t i = 0; i < R * 64; i++) acc[i] = 0.0f;  /* (the split queries are no longer needed) */
     for (int64_t t0 = 0; t0 < L; t0 += page_size) {
         int64_t base = (int64_t)pages[t0 / page_size] * page_size, end = t0 + page_size < L ? t0 + page_size : L;
-        for (int64_t t = t0; t < end; t++) {
-            const uint16_t *vr = v_cache + ((base + t - t0) * Hkv + kh) * 64;
-            __m512 v0, v1, v2, v3;
-            load_bf16x32_split(vr, &v0, &v1);
-            load_bf16x32_split(vr + 32, &v2, &v3);
-            for (int64_t g = 0; g < G; g++) {
-                __m512 p = _mm512_set1_ps(s[g * L + t]);
-                acc[g][0] = _mm512_fmadd_ps(p, v0, acc[g][0]);
-                acc[g][1] = _mm512_fmadd_ps(p, v1, acc[g][1]);
-                acc[g][2] = _mm512_fmadd_ps(p, v2, acc[g][2]);
-                acc[g][3] = _mm512_fmadd_ps(p, v3, acc[g][3]);
+        for (int64_t j = 0; j < nh; j++) {
+            __m512 va[4][4];
+            for (int64_t g = 0; g < G; g++)
+                for (int c = 0; c < 4; c++) va[g][c] = _mm512_loadu_ps(acc + (j * G + g) * 64 + c * 16);
+            for (int64_t t = t0; t < end; t++) {
+                const uint16_t *vr = v_cache + ((base + t - t0) * Hkv + kh0 + j) * 64;
+                __m512 v0, v1, v2, v3;
+                load_bf16x32_split(vr, &v0, &v1);
+                load_bf16x32_split(vr + 32, &v2, &v3);
+                for (int64_t g = 0; g < G; g++) {
+                    __m512 p = _mm512_set1_ps(s[(j * G + g) * L + t]);
+                    va[g][0] = _mm512_fmadd_ps(p, v0, va[g][0]);
+                    va[g][1] = _mm512_fmadd_ps(p, v1, va[g][1]);
+                    va[g][2] = _mm512_fmadd_ps(p, v2, va[g][2]);
+                    va[g][3] = _mm512_fmadd_ps(p, v3, va[g][3]);
+                }
             }
+            for (int64_t g = 0; g < G; g++)
+                for (int c = 0; c < 4; c++) _mm512_storeu_ps(acc + (j * G + g) * 64 + c * 16, va[g][c]);
         }
     }
-    for (int64_t g = 0; g < G; g++) {
-        float split[64];
-        for (int c = 0; c < 4; c++) _mm512_storeu_ps(split + c * 16, acc[g][c]);
+    for (int64_t r = 0; r < R; r++)
         for (int i = 0; i < 16; i++) {
-            out[g * 64 + 2 * i] = split[i];           out[g * 64 + 2 * i + 1] = split[16 + i];
-            out[g * 64 + 32 + 2 * i] = split[32 + i]; out[g * 64 + 33 + 2 * i] = split[48 + i];
+            out[r * 64 + 2 * i] = acc[r * 64 + i];           out[r * 64 + 2 * i + 1] = acc[r * 64 + 16 + i];
+            out[r * 64 + 32 + 2 * i] = acc[r * 64 + 32 + i]; out[r * 64 + 33 + 2 * i] = acc[r * 64 + 48 + i];
         }
-    }
 }
 #endif
 
@@ -510,17 +583,16 @@ void tk_paged_decode(const void *q, int q_dtype, int64_t N, int64_t H, int64_t H
 #pragma omp parallel for schedule(static) num_threads(nthreads)
     for (int64_t task = 0; task < N * split; task++) {
         int64_t n = task / split, h0 = (task % split) * per, L = seq_lens[n], R = per * G;
-        float *buf = thread_buffer(R * D * 2 + per * D + R * L + 64);
-        float *qf = buf, *acc = qf + R * D, *row = acc + R * D, *s = row + per * D;
+        float *buf = thread_buffer(R * D * 3 + R * L + 64);
+        float *qf = buf, *acc = qf + R * D, *row = acc + R * D, *s = row + R * D;  /* row: R * D scratch */
         for (int64_t r = 0; r < R; r++)  /* row r: KV head h0 + r / G, query head (h0 * G) + r */
             for (int64_t d = 0; d < D; d++)
                 qf[r * D + d] = load_elem(q, q_dtype, (n * H + h0 * G + r) * D + d) * scale;
         const int32_t *pages = block_table + n * bt_stride;
 #if defined(__AVX512F__)
         if (kv_dtype == BF16 && D == 64 && G <= 4 && page_size % 16 == 0) {
-            for (int64_t j = 0; j < per; j++)
-                decode_head_bf16_d64(qf + j * G * D, G, (const uint16_t *)k_cache, (const uint16_t *)v_cache, Hkv,
-                                     h0 + j, page_size, pages, L, s, acc + j * G * D);
+            decode_heads_bf16_d64(qf, G, per, (const uint16_t *)k_cache, (const uint16_t *)v_cache, Hkv, h0,
+                                  page_size, pages, L, s, row, acc);
             for (int64_t r = 0; r < R; r++)
                 for (int64_t d = 0; d < D; d++)
                     store_elem(out, q_dtype, (n * H + h0 * G + r) * D + d, acc[r * D + d]);
@@ -581,7 +653,8 @@ void tk_decode_layer(uint16_t *x, int64_t T, int64_t dim, const uint16_t *attn_n
     uint16_t *g = h + T * dim;
     tk_rms_norm(x, BF16, T, dim, attn_norm_w, eps, xn, nthreads);
     tk_linear(xn, BF16, T, dim, dim, wqkv, W, 0, qkv, BF16, W, NULL, BF16, 0, nthreads);
-    tk_rope_write(qkv, BF16, T, H, Hkv, D, cos_t, sin_t, slots, q, k_cache, v_cache, kbounds, num_pages, page_size);
+    tk_rope_write(qkv, BF16, T, H, Hkv, D, cos_t, sin_t, slots, q, k_cache, v_cache, kbounds, num_pages, page_size,
+                  nthreads);
     tk_paged_decode(q, BF16, T, H, Hkv, D, k_cache, v_cache, BF16, page_size, block_table, bt_stride, seq_lens,
                     scale, NULL, NULL, att, nthreads);
     tk_linear(att, BF16, T, H * D, H * D, wo, dim, 0, h, BF16, dim, x, BF16, dim, nthreads);

@@ -87,16 +87,22 @@ def _cache(dtype, *, pages=64, page_size=16, hkv=3, d=64, kv="auto"):
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
-def test_rope_write_matches_torch_rope_and_cache_write(dtype):
+@pytest.mark.parametrize("H,Hkv,D,slots", [
+    (9, 3, 64, [3, 17, 18, 40, 63]),
+    (9, 3, 64, list(range(100, 140)) + [7, 300, 301, 1023]),  # prefill-like runs sharing pages
+    (4, 4, 32, [5, 6, 900]),
+    (6, 2, 40, [1, 2, 33]),  # D/2 not a multiple of 16: the scalar loop
+], ids=["gqa-d64-5tok", "gqa-d64-44tok", "mha-d32", "gqa-d40"])
+def test_rope_write_matches_torch_rope_and_cache_write(dtype, H, Hkv, D, slots):
     from inference.model import apply_rope
 
     g = torch.Generator().manual_seed(3)
-    H, Hkv, D, T = 9, 3, 64, 5
-    qkv = torch.randn(T, H + 2 * Hkv, D, generator=g).to(dtype)
+    T = len(slots)
+    qkv = (torch.randn(T, H + 2 * Hkv, D, generator=g) * 4).to(dtype)
     angles = torch.rand(T, D, generator=g) * 6
     cos, sin = angles.cos().to(dtype), angles.sin().to(dtype)
-    slots = torch.tensor([3, 17, 18, 40, 63])
-    native, ref = _cache(dtype), _cache(dtype)
+    slots = torch.tensor(slots)
+    native, ref = _cache(dtype, hkv=Hkv, d=D), _cache(dtype, hkv=Hkv, d=D)
     q = cpu.rope_write(qkv, H, cos, sin, slots, native, 1)
     qk = apply_rope(qkv[:, : H + Hkv], cos[:, None], sin[:, None])
     ref.write(1, slots, qk[:, H:], qkv[:, H + Hkv:])
