@@ -7,7 +7,8 @@ with seed s gets the same token whatever else shares its batch.
 Filters: top_k, top_p (nucleus) and min_p each keep a prefix of the tokens sorted by
 probability, so together they keep the shortest of the three prefixes. The sampler looks for
 that prefix among the top `_CANDIDATES` tokens first and sorts a whole row only when the prefix
-is longer (rare at chat temperatures); the result is exact either way.
+is longer (rare at chat temperatures); the result is exact either way. Unfiltered rows draw by
+inverse CDF in the same descending order, over the candidates when u falls inside their mass.
 """
 
 from __future__ import annotations
@@ -74,10 +75,13 @@ def sample(logits: torch.Tensor, *, temperature: torch.Tensor, top_p: torch.Tens
     """(B, V) float logits -> (B,) token ids drawn from `filtered_probs` with the given uniforms."""
     B, V = logits.shape
     assert temperature.shape == top_p.shape == top_k.shape == min_p.shape == uniforms.shape == (B,)
-    out = logits.argmax(-1)
     rows = torch.nonzero(temperature > 0, as_tuple=True)[0]
     if rows.numel() == 0:
-        return out
+        return logits.argmax(-1)
+    out = torch.zeros(B, dtype=torch.long, device=logits.device)
+    if rows.numel() < B:  # greedy rows take the argmax (exact: the same in any batch)
+        greedy = torch.nonzero(temperature <= 0, as_tuple=True)[0]
+        out[greedy] = logits[greedy].argmax(-1)
     scaled = logits[rows].float() / temperature[rows, None].float()
     lse = torch.logsumexp(scaled, -1, keepdim=True)
     tp, tk, mp, u = top_p[rows], top_k[rows], min_p[rows], uniforms[rows]
@@ -89,10 +93,24 @@ def sample(logits: torch.Tensor, *, temperature: torch.Tensor, top_p: torch.Tens
     resolved = ((tk > 0) & (tk <= n)) | ((tp < 1) & (cand.sum(-1) >= tp)) | (
         (mp > 0) & (cand[:, -1] < mp * cand[:, 0]))
     sampled = idx.gather(1, _draw(cand, keep, u)[:, None]).squeeze(1)
+    # Unfiltered rows: inverse CDF over the whole vocabulary in descending-probability order,
+    # u not rescaled. Its first n steps are the candidates' CDF, so a u below the candidates'
+    # mass (nearly always at chat temperatures) is resolved here, exactly.
+    unfiltered = (tk <= 0) & (tp >= 1) & (mp <= 0)
+    if bool(unfiltered.any()):
+        cdf = cand.double().cumsum(-1)
+        target = u.to(cdf.dtype)[:, None]
+        inside = unfiltered & (target[:, 0] < cdf[:, -1])
+        col = torch.searchsorted(cdf, target, right=True).squeeze(1).clamp_(max=n - 1)
+        sampled = torch.where(inside, idx.gather(1, col[:, None]).squeeze(1), sampled)
+        resolved = (resolved & ~unfiltered) | inside
     for r in torch.nonzero(~resolved, as_tuple=True)[0].tolist():
         probs = torch.exp(scaled[r:r + 1] - lse[r:r + 1])                  # (1, V)
-        if tk[r] <= 0 and tp[r] >= 1 and mp[r] <= 0:                      # unfiltered: no sort needed
-            sampled[r] = _draw(probs, None, u[r:r + 1])[0]
+        if tk[r] <= 0 and tp[r] >= 1 and mp[r] <= 0:                      # unfiltered, u past the candidates
+            sp, order = probs.sort(-1, descending=True)
+            cdf = sp.double().cumsum(-1)
+            col = torch.searchsorted(cdf, u[r:r + 1].to(cdf.dtype)[:, None], right=True)[0, 0]
+            sampled[r] = order[0, col.clamp(max=V - 1)]
         else:
             sp, order = probs.sort(-1, descending=True)
             kr = _prefix_keep(sp, top_p=tp[r:r + 1], top_k=tk[r:r + 1], min_p=mp[r:r + 1], p_max=sp[:, 0])

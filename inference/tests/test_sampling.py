@@ -34,7 +34,7 @@ def first_token_logits(engine):
     return engine.prompt_logits(ids)[-1]
 
 
-@pytest.mark.parametrize("temperature,top_p", [(0.6, 0.9)], ids=["T0.6-p0.9"])
+@pytest.mark.parametrize("temperature,top_p", [(0.6, 0.9), (0.6, 1.0)], ids=["T0.6-p0.9", "T0.6-unfiltered"])
 def test_sampled_first_tokens_follow_softmax_after_top_p(first_token_logits, temperature, top_p):
     expected = _nucleus_reference(first_token_logits, temperature, top_p)
     gen = torch.Generator().manual_seed(1234)
