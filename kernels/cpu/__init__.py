@@ -51,24 +51,50 @@ def _cpu_id() -> str:
     return platform.processor() or platform.machine()
 
 
-def _build(cache_dir: Path) -> Path:
+def _build(cache_dir: Path, flags: list[str] = _FLAGS) -> Path:
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if not compiler:
         raise RuntimeError("no C compiler found (install gcc, e.g. apt-get install gcc, or set CC)")
     source = _SOURCE.read_bytes()
-    key = hashlib.sha256(source + " ".join(_FLAGS).encode() + _cpu_id().encode() + compiler.encode()).hexdigest()[:16]
+    key = hashlib.sha256(source + " ".join(flags).encode() + _cpu_id().encode() + compiler.encode()).hexdigest()[:16]
     target = cache_dir / f"libtriage_kernels-{key}.so"
     if target.exists():
         return target
     cache_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
         out = Path(tmp) / target.name
-        proc = subprocess.run([compiler, *_FLAGS, str(_SOURCE), "-o", str(out), "-lm"],
+        proc = subprocess.run([compiler, *flags, str(_SOURCE), "-o", str(out), "-lm"],
                               capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
             raise RuntimeError(f"{compiler} failed to build {_SOURCE.name}:\n{proc.stderr[-2000:]}")
         os.replace(out, target)  # atomic: concurrent processes build their own and one wins
     return target
+
+
+def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
+    """Argument and result types of the library's entry points."""
+    P, I64, I, F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float
+    lib.tk_linear_packed_numel.argtypes, lib.tk_linear_packed_numel.restype = [I64, I64], I64
+    lib.tk_linear_pack.argtypes, lib.tk_linear_pack.restype = [P, I64, I64, I64, P], None
+    lib.tk_advise_huge.argtypes, lib.tk_advise_huge.restype = [P, I64], None
+    lib.tk_linear.argtypes = [P, I, I64, I64, I64, P, I64, I64, P, I, I64, P, I, I64, I]
+    lib.tk_linear.restype = None
+    lib.tk_rms_norm.argtypes, lib.tk_rms_norm.restype = [P, I, I64, I64, P, F, P, I], None
+    lib.tk_rope_write.argtypes = [P, I, I64, I64, I64, I64, P, P, P, P, P, P, P, I64, I64, I]
+    lib.tk_rope_write.restype = None
+    lib.tk_paged_decode.argtypes = [P, I, I64, I64, I64, I64, P, P, I, I64, P, I64, P, F, P, P, P, I]
+    lib.tk_paged_decode.restype = None
+    lib.tk_decode_layer.argtypes = [P, I64, I64, P, P, F, P, P, P, P, I64, I64, I64, I64, P, P, P, P, P, P, I64, I64,
+                                    P, I64, P, F, P, I]
+    lib.tk_decode_layer.restype = None
+    lib.tk_stream_read.argtypes, lib.tk_stream_read.restype = [P, I64, I], ctypes.c_double
+    return lib
+
+
+def build_variant(cache_dir: Path, march: str) -> ctypes.CDLL:
+    """The library compiled for another -march (tests run the portable C path with it)."""
+    flags = [f"-march={march}" if f == "-march=native" else f for f in _FLAGS]
+    return _declare(ctypes.CDLL(str(_build(cache_dir, flags))))
 
 
 @functools.lru_cache(maxsize=1)
@@ -88,22 +114,7 @@ def _lib() -> ctypes.CDLL | None:
         _reason = str(exc)
         logger.warning("native CPU kernels unavailable, using torch ops instead: %s", exc)
         return None
-    P, I64, I, F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float
-    lib.tk_linear_packed_numel.argtypes, lib.tk_linear_packed_numel.restype = [I64, I64], I64
-    lib.tk_linear_pack.argtypes, lib.tk_linear_pack.restype = [P, I64, I64, I64, P], None
-    lib.tk_advise_huge.argtypes, lib.tk_advise_huge.restype = [P, I64], None
-    lib.tk_linear.argtypes = [P, I, I64, I64, I64, P, I64, I64, P, I, I64, P, I, I64, I]
-    lib.tk_linear.restype = None
-    lib.tk_rms_norm.argtypes, lib.tk_rms_norm.restype = [P, I, I64, I64, P, F, P, I], None
-    lib.tk_rope_write.argtypes = [P, I, I64, I64, I64, I64, P, P, P, P, P, P, P, I64, I64, I]
-    lib.tk_rope_write.restype = None
-    lib.tk_paged_decode.argtypes = [P, I, I64, I64, I64, I64, P, P, I, I64, P, I64, P, F, P, P, P, I]
-    lib.tk_paged_decode.restype = None
-    lib.tk_decode_layer.argtypes = [P, I64, I64, P, P, F, P, P, P, P, I64, I64, I64, I64, P, P, P, P, P, P, I64, I64,
-                                    P, I64, P, F, P, I]
-    lib.tk_decode_layer.restype = None
-    lib.tk_stream_read.argtypes, lib.tk_stream_read.restype = [P, I64, I], ctypes.c_double
-    return lib
+    return _declare(lib)
 
 
 def available() -> bool:

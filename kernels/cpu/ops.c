@@ -102,6 +102,10 @@ void tk_advise_huge(void *p, int64_t n) {
 #endif
 }
 
+/* Within a panel row (one k, 32 columns), column j < 16 sits at element 2j and column 16 + j at
+   2j + 1: one 64-byte load then widens to columns 0..15 (shift) and 16..31 (mask) in-lane. */
+static inline int64_t panel_pos(int64_t j) { return j < 16 ? 2 * j : 2 * (j - 16) + 1; }
+
 void tk_linear_pack(const uint16_t *w, int64_t N, int64_t K, int64_t silu_half, uint16_t *out) {
     int64_t P = (N + NR - 1) / NR;
     for (int64_t p = 0; p < P; p++)
@@ -110,7 +114,7 @@ void tk_linear_pack(const uint16_t *w, int64_t N, int64_t K, int64_t silu_half, 
             if (silu_half > 0) n = j < 16 ? p * 16 + j : silu_half + p * 16 + (j - 16);
             else n = p * NR + j;
             for (int64_t k = 0; k < K; k++)
-                out[(p * K + k) * NR + j] = n < N ? w[n * K + k] : 0;
+                out[(p * K + k) * NR + panel_pos(j)] = n < N ? w[n * K + k] : 0;
         }
 }
 
@@ -145,6 +149,13 @@ static inline __m512 load_bf16x16(const uint16_t *p) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
 }
 
+/* 32 bf16 as their even and odd elements widened to float32: two ALU ops, no lane crossing. */
+static inline void load_bf16x32_split(const uint16_t *p, __m512 *even, __m512 *odd) {
+    __m512i w = _mm512_loadu_si512((const void *)p);
+    *even = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+    *odd = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32((int)0xFFFF0000u)));
+}
+
 /* MR_ rows x 32 columns, MR_ a compile-time constant so the accumulators live in registers. */
 static inline __attribute__((always_inline)) void tile_fixed(const float *x, int64_t K, const uint16_t *panel,
                                                              float *acc, const int MR_) {
@@ -152,8 +163,9 @@ static inline __attribute__((always_inline)) void tile_fixed(const float *x, int
     for (int i = 0; i < MR_; i++) { a0[i] = _mm512_setzero_ps(); a1[i] = _mm512_setzero_ps(); }
     for (int64_t k = 0; k < K; k++) {
         const uint16_t *b = panel + k * NR;
-        _mm_prefetch((const char *)(b + 8 * NR), _MM_HINT_T0);
-        __m512 b0 = load_bf16x16(b), b1 = load_bf16x16(b + 16);
+        _mm_prefetch((const char *)(b + 64 * NR), _MM_HINT_T0);  /* 4 KB ahead: the first tile of a panel reads it from memory */
+        __m512 b0, b1;
+        load_bf16x32_split(b, &b0, &b1);
         for (int i = 0; i < MR_; i++) {
             __m512 a = _mm512_set1_ps(x[i * K + k]);
             a0[i] = _mm512_fmadd_ps(a, b0, a0[i]);
@@ -177,11 +189,13 @@ static void tile_row_two_panels(const float *x, int64_t K, const uint16_t *p0, c
     for (int64_t k = 0; k < K; k++) {
         _mm_prefetch((const char *)(p0 + (k + GEMV_PF) * NR), _MM_HINT_T0);
         _mm_prefetch((const char *)(p1 + (k + GEMV_PF) * NR), _MM_HINT_T0);
-        __m512 a = _mm512_set1_ps(x[k]);
-        a0 = _mm512_fmadd_ps(a, load_bf16x16(p0 + k * NR), a0);
-        a1 = _mm512_fmadd_ps(a, load_bf16x16(p0 + k * NR + 16), a1);
-        a2 = _mm512_fmadd_ps(a, load_bf16x16(p1 + k * NR), a2);
-        a3 = _mm512_fmadd_ps(a, load_bf16x16(p1 + k * NR + 16), a3);
+        __m512 a = _mm512_set1_ps(x[k]), b0, b1, b2, b3;
+        load_bf16x32_split(p0 + k * NR, &b0, &b1);
+        load_bf16x32_split(p1 + k * NR, &b2, &b3);
+        a0 = _mm512_fmadd_ps(a, b0, a0);
+        a1 = _mm512_fmadd_ps(a, b1, a1);
+        a2 = _mm512_fmadd_ps(a, b2, a2);
+        a3 = _mm512_fmadd_ps(a, b3, a3);
     }
     _mm512_storeu_ps(acc, a0);
     _mm512_storeu_ps(acc + 16, a1);
@@ -201,7 +215,7 @@ static void linear_tile(const float *x, int64_t K, int mr, const uint16_t *panel
     for (int64_t k = 0; k < K; k++) {
         const uint16_t *b = panel + k * NR;
         float bw[NR];
-        for (int j = 0; j < NR; j++) bw[j] = bf16_to_f32(b[j]);
+        for (int j = 0; j < NR; j++) bw[j] = bf16_to_f32(b[panel_pos(j)]);
         for (int i = 0; i < mr; i++) {
             float a = x[i * K + k];
             for (int j = 0; j < NR; j++) acc[i * NR + j] = fmaf(a, bw[j], acc[i * NR + j]);
@@ -479,12 +493,6 @@ static inline __m512 hsum16x16(const __m512 *v) {
     return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r);
 }
 
-/* 32 bf16 as their even and odd elements widened to float32: two ALU ops, no lane crossing. */
-static inline void load_bf16x32_split(const uint16_t *p, __m512 *even, __m512 *odd) {
-    __m512i w = _mm512_loadu_si512((const void *)p);
-    *even = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
-    *odd = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32((int)0xFFFF0000u)));
-}
 
 /* The AVX-512 body for bf16 caches with D = 64 and pages a multiple of 16 rows (SmolLM2,
    Llama-style 64-dim heads), for one query and its KV heads kh0 .. kh0 + nh - 1 (G query heads

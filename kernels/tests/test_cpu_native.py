@@ -175,3 +175,51 @@ def test_paged_decode_rejects_lengths_past_the_table():
     cache, table, seq_lens = _filled_cache(torch.float32, [20], page_size=16, hkv=3, d=64)
     with pytest.raises(ValueError, match="seq_lens must be in"):
         cpu.paged_decode(torch.randn(1, 9, 64), cache, 0, table, torch.tensor([33]), scale=0.125)
+
+
+@pytest.fixture(scope="module")
+def portable_lib(tmp_path_factory):
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("the portable build is checked on x86-64, where -march=x86-64-v2 turns AVX-512 off")
+    return cpu.build_variant(tmp_path_factory.mktemp("kernels"), "x86-64-v2")
+
+
+def test_portable_c_path_matches_the_avx512_build(portable_lib, monkeypatch):
+    """Machines without AVX-512 run the plain C loops of ops.c. Built here for x86-64-v2: the
+    linear layer computes the same FMA chain per output (bit-equal to the AVX-512 build), rope and
+    the cache write stay bit-equal to torch, and attention meets the same bound as the fast path."""
+    from inference.model import apply_rope
+
+    g = torch.Generator().manual_seed(11)
+    w = torch.randn(100, 97, generator=g).to(torch.bfloat16)
+    x = torch.randn(13, 97, generator=g).to(torch.bfloat16)
+    wg = torch.randn(96, 64, generator=g).to(torch.bfloat16)
+    xg = torch.randn(3, 64, generator=g).to(torch.bfloat16)
+    lens = [1, 63, 97, 1025]
+    cache, table, seq_lens = _filled_cache(torch.bfloat16, lens, page_size=16, hkv=3, d=64)
+    q = torch.randn(len(lens), 9, 64, generator=g).to(torch.bfloat16)
+    fast = (cpu.linear(x, cpu.PackedWeight(w), out_dtype=torch.float32),
+            cpu.linear(xg, cpu.PackedWeight(wg, silu_half=True), out_dtype=torch.float32),
+            cpu.paged_decode(q, cache, 0, table, seq_lens, scale=0.125))
+
+    monkeypatch.setattr(cpu, "_lib", lambda: portable_lib)
+    assert torch.equal(cpu.linear(x, cpu.PackedWeight(w), out_dtype=torch.float32), fast[0])
+    assert torch.equal(cpu.linear(xg, cpu.PackedWeight(wg, silu_half=True), out_dtype=torch.float32), fast[1])
+    out = cpu.paged_decode(q, cache, 0, table, seq_lens, scale=0.125)
+    ref = dense_decode(q.float(), cache, 0, table, seq_lens)
+    torch_bf16 = dense_decode(q, cache, 0, table, seq_lens).float()
+    assert (out.float() - ref).abs().max() <= 2 * (torch_bf16 - ref).abs().max() + 1e-6
+    assert (out.float() - fast[2].float()).abs().max() <= 2 * (torch_bf16 - ref).abs().max() + 1e-6
+
+    qkv = (torch.randn(6, 15, 64, generator=g) * 4).to(torch.bfloat16)
+    angles = torch.rand(6, 64, generator=g) * 6
+    cos, sin = angles.cos().to(torch.bfloat16), angles.sin().to(torch.bfloat16)
+    slots = torch.tensor([3, 17, 18, 40, 63, 64])
+    native, reference = _cache(torch.bfloat16), _cache(torch.bfloat16)
+    q_roped = cpu.rope_write(qkv, 9, cos, sin, slots, native, 1)
+    qk = apply_rope(qkv[:, :12], cos[:, None], sin[:, None])
+    reference.write(1, slots, qk[:, 9:], qkv[:, 12:])
+    assert torch.equal(q_roped, qk[:, :9])
+    assert torch.equal(native.k, reference.k) and torch.equal(native.kbounds, reference.kbounds)
