@@ -190,16 +190,31 @@ class Transformer(nn.Module):
 
 
 class NativeLinear(nn.Module):
-    """A bias-free bf16 linear layer computed by kernels.cpu.linear: weights packed once, float32
-    math in a fixed order per output element, so batch invariant at any row count."""
+    """A bias-free bf16 linear layer computed by kernels.cpu.linear: weights packed once (or a
+    kernels.cpu.PackedWeight shared with decode_layer), float32 math in a fixed order per output
+    element, so batch invariant at any row count."""
 
-    def __init__(self, weight: torch.Tensor, *, out_dtype: torch.dtype | None = None):
+    def __init__(self, weight: "torch.Tensor | kernels_cpu.PackedWeight", *, out_dtype: torch.dtype | None = None):
         super().__init__()
-        self.weight_packed = kernels_cpu.PackedWeight(weight)
+        self.weight_packed = weight if isinstance(weight, kernels_cpu.PackedWeight) else kernels_cpu.PackedWeight(weight)
         self.out_dtype = out_dtype
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return kernels_cpu.linear(x.contiguous(), self.weight_packed, out_dtype=self.out_dtype)
+        shape = x.shape
+        out = kernels_cpu.linear(x.reshape(-1, shape[-1]).contiguous(), self.weight_packed, out_dtype=self.out_dtype)
+        return out.view(*shape[:-1], out.shape[-1])
+
+
+class NativeFeedForward(nn.Module):
+    """FeedForward on kernels.cpu: silu(gate) * up fused into the gate/up projection's epilogue
+    (float32, one rounding), as decode_layer computes it."""
+
+    def __init__(self, w13: "kernels_cpu.PackedWeight", w2: "kernels_cpu.PackedWeight"):
+        super().__init__()
+        self.w13, self.w2 = NativeLinear(w13), NativeLinear(w2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w2(self.w13(x))
 
 
 class PackedLinear(nn.Module):
@@ -251,12 +266,12 @@ def can_use_native(device: torch.device, dtype: torch.dtype) -> bool:
 
 
 def optimize_for_cpu(model: Transformer) -> Transformer:
-    """bf16 on the CPU. A dense decode step (the common case) runs each layer as one
-    kernels.cpu.decode_layer call on natively packed weights; prefill and the other decode
-    paths (sparse, fp8 KV, teacher forcing) keep the per-op path with oneDNN-packed linears.
-    Each path is batch invariant on its own and which one runs depends only on the step's kind
-    and kernel settings, never on the batch. The head is a NativeLinear (invariant at any row
-    count: prefill and decode project their rows with the same code)."""
+    """bf16 on the CPU, every projection on kernels.cpu. A dense decode step (the common case)
+    runs each layer as one kernels.cpu.decode_layer call; prefill and the other decode paths
+    (sparse, fp8 KV, teacher forcing) run the per-op modules, whose linears are NativeLinears on
+    the same packed weights (one copy of the weights in memory). Each path is batch invariant on
+    its own, and which one runs depends only on the step's kind and kernel settings, never on the
+    batch. The head is a NativeLinear too (prefill and decode project their rows with the same code)."""
     c = model.config
     model.native_layers = [
         kernels_cpu.LayerWeights(
@@ -265,6 +280,8 @@ def optimize_for_cpu(model: Transformer) -> Transformer:
             eps=b.attention_norm.eps, n_heads=c.n_heads, n_kv_heads=c.n_kv_heads, head_dim=c.head_dim, layer=i)
         for i, b in enumerate(model.layers)
     ]
-    pack_linears(model)
+    for b, w in zip(model.layers, model.native_layers):
+        b.attention.wqkv, b.attention.wo = NativeLinear(w.wqkv), NativeLinear(w.wo)
+        b.feed_forward = NativeFeedForward(w.w13, w.w2)
     model.head = NativeLinear(model.head_weight, out_dtype=torch.float32)
     return model
