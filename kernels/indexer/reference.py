@@ -76,9 +76,15 @@ def select_from_scores(
     forced = (p[None, :] < sink_pages) | (p[None, :] >= n_pages[:, None] - local_pages)
     keyed = scores.contiguous().masked_fill_(forced[:, None], float("inf"))
     keyed.masked_fill_(invalid[:, None], float("-inf"))  # also hides NaN from empty pages
-    # Stable descending sort: equal scores keep index order, so ties go to the lower index.
-    ranked = torch.sort(keyed, dim=-1, descending=True, stable=True)
-    top, top_scores = ranked.indices[..., :K], ranked.values[..., :K]
+    # Top K of (score, then lower index): the float's bits made monotone as an int32 in the high
+    # half of an int64, P - 1 - index in the low half. Exactly a stable descending sort's first K
+    # (NaN, positive once canonicalized, ranks above +inf as in torch.sort; -0.0 counts as 0.0),
+    # at the cost of a top-k instead of a full sort.
+    bits = torch.where(torch.isnan(keyed), float("nan"), keyed + 0.0).view(torch.int32)
+    monotone = torch.where(bits >= 0, bits, bits ^ 0x7FFFFFFF).to(torch.int64)
+    key = (monotone << 32) | (P - 1 - p)
+    top = key.topk(min(K, P), dim=-1, sorted=False).indices
+    top_scores = keyed.gather(-1, top)
     top = torch.where(top_scores > float("-inf"), top, P).sort(dim=-1).values  # ascending, invalid last
     return torch.where(top == P, -1, top).to(torch.int32)
 
