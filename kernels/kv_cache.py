@@ -111,13 +111,18 @@ class PagedKVCache:
         return self.num_pages * self.page_size
 
     def reset_pages(self, page_ids: torch.Tensor) -> None:
-        """Forget the key bounds of pages being (re)allocated. K/V contents need no clearing:
-        attention reads only positions < seq_len, all of which the new owner writes."""
+        """Forget the key bounds of pages being (re)allocated and zero their keys and values.
+        Attention only uses positions < seq_len, all of which the new owner writes, but a
+        whole-page implementation still multiplies the masked rows by a zero probability, and
+        0 * NaN is NaN: a page once written by a run that produced NaN or inf (a broken kernel,
+        the thing this product looks for) must not poison the next sequence that gets it."""
         page_ids = torch.as_tensor(page_ids, dtype=torch.long, device=self.device).reshape(-1)
         if page_ids.numel() == 0:
             return
         self.kmin[:, page_ids] = float("inf")
         self.kmax[:, page_ids] = float("-inf")
+        self.k.view(torch.uint8)[:, page_ids] = 0  # all-zero bits: 0.0 in every storage dtype
+        self.v.view(torch.uint8)[:, page_ids] = 0
 
     def calibrate(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
         """Fix the fp8 scales of `layer` from sample keys/values (N, Hkv, D). No-op for "auto".

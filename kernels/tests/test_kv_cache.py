@@ -119,6 +119,27 @@ def test_reset_pages_empties_bounds_of_reallocated_pages_only():
     torch.testing.assert_close(cache.kmax[0, pages[1]], before)
 
 
+@pytest.mark.parametrize("kv_cache_dtype", ["auto", "fp8_e4m3"])
+def test_a_reallocated_page_that_held_nan_does_not_poison_its_next_owner(kv_cache_dtype):
+    """A run that wrote NaN into its pages (a broken kernel) frees them; the next sequence gets
+    a page and fills only part of it. Dense attention reads whole pages and masks the tail, so
+    the tail must hold finite zeros again after reset_pages."""
+    from kernels.attention.dense import dense_decode
+
+    cache = _cache(kv_cache_dtype)
+    g = torch.Generator().manual_seed(6)
+    full = torch.randn(16, 3, 64, generator=g)
+    cache.write(0, torch.arange(16), full, full)  # calibrates the fp8 scales on finite data
+    cache.k.view(torch.uint8)[0, 0] = 0xFF  # NaN bits in every storage dtype (e4m3fn's NaN is 0x7F/0xFF)
+    cache.v.view(torch.uint8)[0, 0] = 0xFF
+    cache.reset_pages(torch.tensor([0]))
+    cache.write(0, torch.arange(3), full[:3], full[:3])
+    q = torch.randn(1, 9, 64, generator=g)
+    out = dense_decode(q, cache, 0, torch.tensor([[0]], dtype=torch.int32), torch.tensor([3], dtype=torch.int32))
+    assert torch.isfinite(out).all()
+    assert (cache.k.view(torch.uint8)[0, 0, 3:] == 0).all() and (cache.v.view(torch.uint8)[0, 0, 3:] == 0).all()
+
+
 def test_write_rejects_wrong_shapes():
     cache = _cache()
     with pytest.raises(ValueError, match=r"\(N, 3, 64\)"):
