@@ -182,7 +182,7 @@ def portable_lib(tmp_path_factory):
     import platform
 
     if platform.machine().lower() not in ("x86_64", "amd64"):
-        pytest.skip("the portable build is checked on x86-64, where -march=x86-64-v2 turns AVX-512 off")
+        pytest.skip(reason="the portable build is checked on x86-64, where -march=x86-64-v2 turns AVX-512 off")
     return cpu.build_variant(tmp_path_factory.mktemp("kernels"), "x86-64-v2")
 
 
