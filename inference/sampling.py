@@ -93,9 +93,11 @@ def sample(logits: torch.Tensor, *, temperature: torch.Tensor, top_p: torch.Tens
     resolved = ((tk > 0) & (tk <= n)) | ((tp < 1) & (cand.sum(-1) >= tp)) | (
         (mp > 0) & (cand[:, -1] < mp * cand[:, 0]))
     sampled = idx.gather(1, _draw(cand, keep, u)[:, None]).squeeze(1)
-    # Unfiltered rows: inverse CDF over the whole vocabulary in descending-probability order,
-    # u not rescaled. Its first n steps are the candidates' CDF, so a u below the candidates'
-    # mass (nearly always at chat temperatures) is resolved here, exactly.
+    # Unfiltered rows: inverse CDF over the whole vocabulary in descending-probability order.
+    # Its first n steps are the candidates' CDF, so a u below the candidates' mass (nearly always
+    # at chat temperatures) is resolved here; the rest sorts the row. (Both sides normalize by a
+    # total within float rounding of 1; tokens tied across the n-th place may be ordered
+    # differently by topk and sort. Either way each token keeps its probability to ~1e-7.)
     unfiltered = (tk <= 0) & (tp >= 1) & (mp <= 0)
     if bool(unfiltered.any()):
         cdf = cand.double().cumsum(-1)
@@ -108,9 +110,7 @@ def sample(logits: torch.Tensor, *, temperature: torch.Tensor, top_p: torch.Tens
         probs = torch.exp(scaled[r:r + 1] - lse[r:r + 1])                  # (1, V)
         if tk[r] <= 0 and tp[r] >= 1 and mp[r] <= 0:                      # unfiltered, u past the candidates
             sp, order = probs.sort(-1, descending=True)
-            cdf = sp.double().cumsum(-1)
-            col = torch.searchsorted(cdf, u[r:r + 1].to(cdf.dtype)[:, None], right=True)[0, 0]
-            sampled[r] = order[0, col.clamp(max=V - 1)]
+            sampled[r] = order[0, _draw(sp, None, u[r:r + 1])[0]]  # u scaled by the row's own total
         else:
             sp, order = probs.sort(-1, descending=True)
             kr = _prefix_keep(sp, top_p=tp[r:r + 1], top_k=tk[r:r + 1], min_p=mp[r:r + 1], p_max=sp[:, 0])

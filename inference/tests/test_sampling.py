@@ -89,6 +89,18 @@ def test_sampling_beyond_the_candidate_shortcut_is_exact(kind):
     assert stats.chisquare(counts).pvalue > 1e-3
 
 
+@pytest.mark.parametrize("spread", [0.1, 30.0], ids=["flat-full-row", "peaked-candidates"])
+def test_unfiltered_draw_at_the_top_of_the_unit_interval_keeps_a_real_token(spread):
+    """u just below 1 with no filter: the draw must land on a token of positive probability in
+    both the full-row path (flat logits) and the candidate path (peaked logits)."""
+    logits = torch.randn(3, 5000, generator=torch.Generator().manual_seed(7)) * spread
+    for t in (0.3, 1.0):
+        params = _params(3, t=t)
+        ids = sample(logits, **params, uniforms=torch.full((3,), 1 - 2 ** -24))
+        probs = filtered_probs(logits, **params)
+        assert (probs.gather(1, ids[:, None]) > 0).all()
+
+
 def test_greedy_rows_take_the_argmax_in_a_mixed_batch():
     logits = torch.randn(4, 50, generator=torch.Generator().manual_seed(0))
     params = _params(4, t=1.0)

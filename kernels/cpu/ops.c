@@ -317,7 +317,8 @@ static void rope_head_bf16(const uint16_t *x, const uint16_t *c, const uint16_t 
     int64_t half = D / 2;
     for (int64_t d = 0; d < D; d += 16) {
         __m512 xv = load_bf16x16(x + d), cv = load_bf16x16(c + d), sv = load_bf16x16(s + d);
-        __m512 rot = d < half ? _mm512_sub_ps(_mm512_setzero_ps(), load_bf16x16(x + d + half))
+        __m512 rot = d < half ? _mm512_castsi512_ps(_mm512_xor_si512(  /* -x: flip the sign bit, as torch does */
+                                    _mm512_castps_si512(load_bf16x16(x + d + half)), _mm512_set1_epi32((int)0x80000000u)))
                               : load_bf16x16(x + d - half);
         __m512 v = _mm512_add_ps(round_bf16x16(_mm512_mul_ps(xv, cv)), round_bf16x16(_mm512_mul_ps(rot, sv)));
         store_bf16x16(dst + d, v);

@@ -74,7 +74,7 @@ def select_from_scores(
     p = torch.arange(P, device=scores.device)
     invalid = p[None, :] >= n_pages[:, None]  # (N, P) past the sequence end
     forced = (p[None, :] < sink_pages) | (p[None, :] >= n_pages[:, None] - local_pages)
-    keyed = scores.contiguous().masked_fill_(forced[:, None], float("inf"))
+    keyed = scores.float().masked_fill(forced[:, None], float("inf"))  # (the caller's scores stay as they are)
     keyed.masked_fill_(invalid[:, None], float("-inf"))  # also hides NaN from empty pages
     # Top K of (score, then lower index): the float's bits made monotone as an int32 in the high
     # half of an int64, P - 1 - index in the low half. Exactly a stable descending sort's first K

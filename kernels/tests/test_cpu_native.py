@@ -99,6 +99,9 @@ def test_rope_write_matches_torch_rope_and_cache_write(dtype, H, Hkv, D, slots):
     g = torch.Generator().manual_seed(3)
     T = len(slots)
     qkv = (torch.randn(T, H + 2 * Hkv, D, generator=g) * 4).to(dtype)
+    for start in (0, D // 2):  # signed zeros in both halves: rotate-half's -x of a +0 is -0 in torch
+        qkv[:, :, start:start + 3] = 0.0
+        qkv[:, :, start + 3:start + 5] = -0.0
     angles = torch.rand(T, D, generator=g) * 6
     cos, sin = angles.cos().to(dtype), angles.sin().to(dtype)
     slots = torch.tensor(slots)
@@ -106,8 +109,9 @@ def test_rope_write_matches_torch_rope_and_cache_write(dtype, H, Hkv, D, slots):
     q = cpu.rope_write(qkv, H, cos, sin, slots, native, 1)
     qk = apply_rope(qkv[:, : H + Hkv], cos[:, None], sin[:, None])
     ref.write(1, slots, qk[:, H:], qkv[:, H + Hkv:])
-    assert torch.equal(q, qk[:, :H])
-    assert torch.equal(native.k, ref.k) and torch.equal(native.v, ref.v)
+    bits = {torch.bfloat16: torch.int16, torch.float32: torch.int32}[dtype]  # bit-equal, signed zeros included
+    assert torch.equal(q.view(bits), qk[:, :H].contiguous().view(bits))
+    assert torch.equal(native.k.view(bits), ref.k.view(bits)) and torch.equal(native.v.view(bits), ref.v.view(bits))
     assert torch.equal(native.kbounds, ref.kbounds)
 
 
@@ -131,8 +135,9 @@ def _filled_cache(dtype, lens, *, page_size, hkv, d, kv="auto", seed=0, poison=F
 
 @pytest.mark.parametrize("kv", ["auto", "fp8_e4m3"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
-@pytest.mark.parametrize("heads,hkv,d", [(9, 3, 64), (4, 4, 64), (6, 2, 40)], ids=["gqa-d64", "mha-d64", "gqa-d40"])
-@pytest.mark.parametrize("page_size", [16, 64], ids=lambda s: f"page{s}")
+@pytest.mark.parametrize("heads,hkv,d", [(9, 3, 64), (8, 2, 64), (8, 1, 64), (4, 4, 64), (6, 2, 40)],
+                         ids=["gqa3-d64", "gqa4-d64", "gqa8-d64", "mha-d64", "gqa3-d40"])
+@pytest.mark.parametrize("page_size", [8, 16, 64], ids=lambda s: f"page{s}")
 def test_paged_decode_matches_dense_reference(kv, dtype, heads, hkv, d, page_size):
     lens = [1, 63, 97, 1025]
     cache, table, seq_lens = _filled_cache(dtype, lens, page_size=page_size, hkv=hkv, d=d, kv=kv)
