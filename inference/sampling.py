@@ -107,14 +107,11 @@ def sample(logits: torch.Tensor, *, temperature: torch.Tensor, top_p: torch.Tens
         sampled = torch.where(inside, idx.gather(1, col[:, None]).squeeze(1), sampled)
         resolved = (resolved & ~unfiltered) | inside
     for r in torch.nonzero(~resolved, as_tuple=True)[0].tolist():
-        probs = torch.exp(scaled[r:r + 1] - lse[r:r + 1])                  # (1, V)
-        if tk[r] <= 0 and tp[r] >= 1 and mp[r] <= 0:                      # unfiltered, u past the candidates
-            sp, order = probs.sort(-1, descending=True)
-            sampled[r] = order[0, _draw(sp, None, u[r:r + 1])[0]]  # u scaled by the row's own total
-        else:
-            sp, order = probs.sort(-1, descending=True)
-            kr = _prefix_keep(sp, top_p=tp[r:r + 1], top_k=tk[r:r + 1], min_p=mp[r:r + 1], p_max=sp[:, 0])
-            sampled[r] = order[0, _draw(sp, kr, u[r:r + 1])[0]]
+        sp, order = torch.exp(scaled[r:r + 1] - lse[r:r + 1]).sort(-1, descending=True)  # (1, V)
+        # Unfiltered (u past the candidates) keeps every token; _draw scales u by the row's total.
+        kr = None if bool(unfiltered[r]) else _prefix_keep(
+            sp, top_p=tp[r:r + 1], top_k=tk[r:r + 1], min_p=mp[r:r + 1], p_max=sp[:, 0])
+        sampled[r] = order[0, _draw(sp, kr, u[r:r + 1])[0]]
     out[rows] = sampled
     return out
 

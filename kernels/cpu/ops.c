@@ -89,6 +89,7 @@ static void to_f32(const void *src, int dtype, int64_t n, float *dst) {
  */
 #define NR 32
 #define MR 12
+#define PANEL_PREFETCH_ROWS 64  /* 4 KB ahead in a panel: its first reader streams it from memory */
 
 int64_t tk_linear_packed_numel(int64_t N, int64_t K) { return ((N + NR - 1) / NR) * NR * K; }
 
@@ -163,7 +164,7 @@ static inline __attribute__((always_inline)) void tile_fixed(const float *x, int
     for (int i = 0; i < MR_; i++) { a0[i] = _mm512_setzero_ps(); a1[i] = _mm512_setzero_ps(); }
     for (int64_t k = 0; k < K; k++) {
         const uint16_t *b = panel + k * NR;
-        _mm_prefetch((const char *)(b + 64 * NR), _MM_HINT_T0);  /* 4 KB ahead: the first tile of a panel reads it from memory */
+        _mm_prefetch((const char *)(b + PANEL_PREFETCH_ROWS * NR), _MM_HINT_T0);
         __m512 b0, b1;
         load_bf16x32_split(b, &b0, &b1);
         for (int i = 0; i < MR_; i++) {
@@ -181,14 +182,11 @@ static inline __attribute__((always_inline)) void tile_fixed(const float *x, int
 
 /* One row against two panels at once: four independent FMA chains instead of two, for the
    bandwidth-bound M = 1 case. Each output's summation order is the same as tile_fixed's. */
-#ifndef GEMV_PF
-#define GEMV_PF 64
-#endif
 static void tile_row_two_panels(const float *x, int64_t K, const uint16_t *p0, const uint16_t *p1, float *acc) {
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (int64_t k = 0; k < K; k++) {
-        _mm_prefetch((const char *)(p0 + (k + GEMV_PF) * NR), _MM_HINT_T0);
-        _mm_prefetch((const char *)(p1 + (k + GEMV_PF) * NR), _MM_HINT_T0);
+        _mm_prefetch((const char *)(p0 + (k + PANEL_PREFETCH_ROWS) * NR), _MM_HINT_T0);
+        _mm_prefetch((const char *)(p1 + (k + PANEL_PREFETCH_ROWS) * NR), _MM_HINT_T0);
         __m512 a = _mm512_set1_ps(x[k]), b0, b1, b2, b3;
         load_bf16x32_split(p0 + k * NR, &b0, &b1);
         load_bf16x32_split(p1 + k * NR, &b2, &b3);
@@ -311,7 +309,8 @@ static inline void store_bf16x16(uint16_t *p, __m512 f) {
 }
 
 /* One head of one token, bf16, D/2 a multiple of 16: the same operations as the scalar loop of
-   tk_rope_write, 16 lanes at a time. Writes the rotated head to dst; returns nothing. */
+   tk_rope_write, 16 lanes at a time. Writes the rotated head to dst and, for a key (bounds not
+   NULL), widens its page's [kmin | kmax] row by the values stored. */
 static void rope_head_bf16(const uint16_t *x, const uint16_t *c, const uint16_t *s, int64_t D, uint16_t *dst,
                            float *bounds) {
     int64_t half = D / 2;
@@ -494,6 +493,17 @@ static inline __m512 hsum16x16(const __m512 *v) {
     return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r);
 }
 
+/* The order load_bf16x32_split widens a 64-element row into: dims 2i, 2i+1, 32+2i, 33+2i in
+   lane i of vectors 0..3. to_split = 1: natural -> split order; 0: split -> natural. */
+static inline void split64(float *natural, float *split, int to_split) {
+    for (int i = 0; i < 16; i++) {
+        const int64_t src[4] = {2 * i, 2 * i + 1, 32 + 2 * i, 33 + 2 * i};
+        for (int c = 0; c < 4; c++) {
+            if (to_split) split[c * 16 + i] = natural[src[c]];
+            else natural[src[c]] = split[c * 16 + i];
+        }
+    }
+}
 
 /* The AVX-512 body for bf16 caches with D = 64 and pages a multiple of 16 rows (SmolLM2,
    Llama-style 64-dim heads), for one query and its KV heads kh0 .. kh0 + nh - 1 (G query heads
@@ -508,13 +518,8 @@ static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const 
                                   const uint16_t *v_cache, int64_t Hkv, int64_t kh0, int64_t page_size,
                                   const int32_t *pages, int64_t L, float *s, float *acc, float *out) {
     const int64_t R = nh * G;
-    /* q split like the keys: dims (2i, 2i+1, 32+2i, 33+2i) in lane i of vectors 0..3 (in acc) */
-    float *qs = acc;
-    for (int64_t r = 0; r < R; r++)
-        for (int i = 0; i < 16; i++) {
-            qs[r * 64 + i] = qf[r * 64 + 2 * i];           qs[r * 64 + 16 + i] = qf[r * 64 + 2 * i + 1];
-            qs[r * 64 + 32 + i] = qf[r * 64 + 32 + 2 * i]; qs[r * 64 + 48 + i] = qf[r * 64 + 33 + 2 * i];
-        }
+    float *qs = acc;  /* queries in the keys' split order */
+    for (int64_t r = 0; r < R; r++) split64((float *)qf + r * 64, qs + r * 64, 1);  /* (reads qf only) */
     float kf[16][64] __attribute__((aligned(64)));
     for (int64_t t0 = 0; t0 < L; t0 += page_size) {
         int64_t base = (int64_t)pages[t0 / page_size] * page_size;
@@ -571,11 +576,7 @@ static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const 
                 for (int c = 0; c < 4; c++) _mm512_storeu_ps(acc + (j * G + g) * 64 + c * 16, va[g][c]);
         }
     }
-    for (int64_t r = 0; r < R; r++)
-        for (int i = 0; i < 16; i++) {
-            out[r * 64 + 2 * i] = acc[r * 64 + i];           out[r * 64 + 2 * i + 1] = acc[r * 64 + 16 + i];
-            out[r * 64 + 32 + 2 * i] = acc[r * 64 + 32 + i]; out[r * 64 + 33 + 2 * i] = acc[r * 64 + 48 + i];
-        }
+    for (int64_t r = 0; r < R; r++) split64(out + r * 64, acc + r * 64, 0);
 }
 #endif
 
