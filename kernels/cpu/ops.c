@@ -5,8 +5,10 @@
  * batch invariant and deterministic, which "same seed, same text in any batch" needs.
  *
  * dtype codes: 0 = float32, 1 = bfloat16, 2 = float8_e4m3fn (KV cache only).
- * Compiled at first use with -O3 -march=native -fopenmp; the AVX-512 paths are used when the
- * compiler targets AVX-512F, and portable C (same summation order) otherwise.
+ * Compiled at first use with -O3 -march=native -fopenmp. Three builds of the hot loops: AVX-512
+ * when the compiler targets AVX-512F, AVX2 + FMA (8 lanes: Zen 2/3, most Intel client parts)
+ * otherwise, and portable C everywhere else. The linear layer is bit-equal across the three
+ * (one k-ordered FMA chain per output); attention sums a score in an order of its own per build.
  */
 #include <math.h>
 #include <stdint.h>
@@ -15,6 +17,9 @@
 #include <omp.h>
 #include <sys/mman.h>
 #if defined(__AVX512F__)
+#include <immintrin.h>
+#elif defined(__AVX2__) && defined(__FMA__)
+#define TK_AVX2 1
 #include <immintrin.h>
 #endif
 
@@ -88,8 +93,14 @@ static void to_f32(const void *src, int dtype, int64_t n, float *dst) {
  * order k = 0..K-1 for every output element.
  */
 #define NR 32
+#if defined(TK_AVX2)
+#define MR 6   /* 6 rows x 16 columns: 12 of the 16 ymm registers accumulate */
+#else
 #define MR 12
+#endif
+#ifndef PANEL_PREFETCH_ROWS
 #define PANEL_PREFETCH_ROWS 64  /* 4 KB ahead in a panel: its first reader streams it from memory */
+#endif
 
 int64_t tk_linear_packed_numel(int64_t N, int64_t K) { return ((N + NR - 1) / NR) * NR * K; }
 
@@ -200,6 +211,60 @@ static void tile_row_two_panels(const float *x, int64_t K, const uint16_t *p0, c
     _mm512_storeu_ps(acc + NR, a2);
     _mm512_storeu_ps(acc + NR + 16, a3);
 }
+#elif defined(TK_AVX2)
+/* 16 bf16 widened to float32 as their even and odd elements (one half of a panel row: half 0
+   holds columns 0..7 and 16..23, half 1 columns 8..15 and 24..31). */
+static inline void load_bf16x16_split(const uint16_t *p, __m256 *even, __m256 *odd) {
+    __m256i w = _mm256_loadu_si256((const __m256i *)p);
+    *even = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+    *odd = _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32((int)0xFFFF0000u)));
+}
+
+/* MR_ rows x one half panel (16 columns): the same k-ordered FMA chain per output as the other
+   builds, with 12 accumulators in registers. */
+static inline __attribute__((always_inline)) void tile_half_fixed(const float *x, int64_t K, const uint16_t *panel,
+                                                                  int half, float *acc, const int MR_) {
+    __m256 ae[MR], ao[MR];
+    for (int i = 0; i < MR_; i++) { ae[i] = _mm256_setzero_ps(); ao[i] = _mm256_setzero_ps(); }
+    const uint16_t *b = panel + half * 16;
+    for (int64_t k = 0; k < K; k++, b += NR) {
+        if (!half) _mm_prefetch((const char *)(b + PANEL_PREFETCH_ROWS * NR), _MM_HINT_T0);
+        __m256 be, bo;
+        load_bf16x16_split(b, &be, &bo);
+        for (int i = 0; i < MR_; i++) {
+            __m256 a = _mm256_broadcast_ss(x + i * K + k);
+            ae[i] = _mm256_fmadd_ps(a, be, ae[i]);
+            ao[i] = _mm256_fmadd_ps(a, bo, ao[i]);
+        }
+    }
+    for (int i = 0; i < MR_; i++) {
+        _mm256_storeu_ps(acc + i * NR + half * 8, ae[i]);
+        _mm256_storeu_ps(acc + i * NR + 16 + half * 8, ao[i]);
+    }
+}
+#define TILE_CASE(n) case n: tile_half_fixed(x, K, panel, 0, acc, n); tile_half_fixed(x, K, panel, 1, acc, n); break;
+
+/* One row against two panels: eight independent FMA chains for the bandwidth-bound M = 1 case. */
+static void tile_row_two_panels(const float *x, int64_t K, const uint16_t *p0, const uint16_t *p1, float *acc) {
+    __m256 a[8];
+    for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < K; k++) {
+        _mm_prefetch((const char *)(p0 + (k + PANEL_PREFETCH_ROWS) * NR), _MM_HINT_T0);
+        _mm_prefetch((const char *)(p1 + (k + PANEL_PREFETCH_ROWS) * NR), _MM_HINT_T0);
+        __m256 xk = _mm256_broadcast_ss(x + k);
+        for (int h = 0; h < 4; h++) {  /* h: panel h / 2, half h % 2 */
+            __m256 e, o;
+            load_bf16x16_split((h < 2 ? p0 : p1) + k * NR + (h & 1) * 16, &e, &o);
+            a[2 * h] = _mm256_fmadd_ps(xk, e, a[2 * h]);
+            a[2 * h + 1] = _mm256_fmadd_ps(xk, o, a[2 * h + 1]);
+        }
+    }
+    for (int h = 0; h < 4; h++) {
+        float *dst = acc + (h / 2) * NR + (h & 1) * 8;
+        _mm256_storeu_ps(dst, a[2 * h]);
+        _mm256_storeu_ps(dst + 16, a[2 * h + 1]);
+    }
+}
 #endif
 
 static void linear_tile(const float *x, int64_t K, int mr, const uint16_t *panel, float *acc) {
@@ -208,6 +273,8 @@ static void linear_tile(const float *x, int64_t K, int mr, const uint16_t *panel
         TILE_CASE(1) TILE_CASE(2) TILE_CASE(3) TILE_CASE(4) TILE_CASE(5) TILE_CASE(6)
         TILE_CASE(7) TILE_CASE(8) TILE_CASE(9) TILE_CASE(10) TILE_CASE(11) TILE_CASE(12)
     }
+#elif defined(TK_AVX2)
+    switch (mr) { TILE_CASE(1) TILE_CASE(2) TILE_CASE(3) TILE_CASE(4) TILE_CASE(5) TILE_CASE(6) }
 #else
     for (int i = 0; i < mr * NR; i++) acc[i] = 0.0f;
     for (int64_t k = 0; k < K; k++) {
@@ -236,7 +303,7 @@ void tk_linear(const void *x, int x_dtype, int64_t M, int64_t K, int64_t ldx, co
     const int64_t MB = 8 * MR;
     int64_t P = (N + NR - 1) / NR, nblocks = (M + MB - 1) / MB;
     int silu_mode = silu_half > 0;
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(TK_AVX2)
     if (M == 1) {
 #pragma omp parallel for schedule(static) num_threads(nthreads)
         for (int64_t p = 0; p < P; p += 2) {
@@ -328,6 +395,44 @@ static void rope_head_bf16(const uint16_t *x, const uint16_t *c, const uint16_t 
         }
     }
 }
+#define ROPE_LANES 16
+#elif defined(TK_AVX2)
+static inline __m256 load_bf16x8(const uint16_t *p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+}
+/* f32_to_bf16 on 8 lanes: the bf16 bits in the low half of each 32-bit lane. */
+static inline __m256i f32_to_bf16x8(__m256 f) {
+    __m256i u = _mm256_castps_si256(f), one = _mm256_set1_epi32(1);
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
+                                                                       _mm256_and_si256(_mm256_srli_epi32(u, 16), one))), 16);
+    return _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40)), nan);
+}
+static inline __m256 round_bf16x8(__m256 f) { return _mm256_castsi256_ps(_mm256_slli_epi32(f32_to_bf16x8(f), 16)); }
+static inline void store_bf16x8(uint16_t *p, __m256 f) {
+    __m256i b = f32_to_bf16x8(f);  /* (< 2^16 per lane: the unsigned pack never saturates) */
+    _mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(b, b), 0xD8)));
+}
+
+/* rope_head_bf16 of the AVX-512 build, 8 lanes at a time (D/2 a multiple of 8). */
+static void rope_head_bf16(const uint16_t *x, const uint16_t *c, const uint16_t *s, int64_t D, uint16_t *dst,
+                           float *bounds) {
+    int64_t half = D / 2;
+    for (int64_t d = 0; d < D; d += 8) {
+        __m256 xv = load_bf16x8(x + d), cv = load_bf16x8(c + d), sv = load_bf16x8(s + d);
+        __m256 rot = d < half ? _mm256_castsi256_ps(_mm256_xor_si256(
+                                    _mm256_castps_si256(load_bf16x8(x + d + half)), _mm256_set1_epi32((int)0x80000000u)))
+                              : load_bf16x8(x + d - half);
+        __m256 v = _mm256_add_ps(round_bf16x8(_mm256_mul_ps(xv, cv)), round_bf16x8(_mm256_mul_ps(rot, sv)));
+        store_bf16x8(dst + d, v);
+        if (bounds) {  /* min/max of what was stored; NaN never enters a bound (min/max keep the bound) */
+            __m256 stored = round_bf16x8(v);
+            _mm256_storeu_ps(bounds + d, _mm256_min_ps(stored, _mm256_loadu_ps(bounds + d)));
+            _mm256_storeu_ps(bounds + D + d, _mm256_max_ps(stored, _mm256_loadu_ps(bounds + D + d)));
+        }
+    }
+}
+#define ROPE_LANES 8
 #endif
 
 void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv, int64_t D,
@@ -335,8 +440,8 @@ void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv
                    void *q, void *k_cache, void *v_cache, float *kbounds, int64_t num_pages, int64_t page_size,
                    int nthreads) {
     int64_t W = (H + 2 * Hkv) * D, half = D / 2;
-#if defined(__AVX512F__)
-    if (dtype == BF16 && half % 16 == 0) {
+#if defined(ROPE_LANES)
+    if (dtype == BF16 && half % ROPE_LANES == 0) {
         /* One task per head over all tokens: a KV head's task owns its cache rows and bounds,
            so tasks never write the same memory, and tokens keep their order within a task. */
         const uint16_t *x = (const uint16_t *)qkv, *c = (const uint16_t *)cos_t, *s = (const uint16_t *)sin_t;
@@ -410,6 +515,34 @@ static inline __m512 exp512(__m512 x) {  /* exp for x <= 0, relative error ~1e-7
     p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     return _mm512_scalef_ps(p, n);
 }
+#elif defined(TK_AVX2)
+static inline __m256 exp256(__m256 x) {  /* exp512's polynomial on 8 lanes, for x <= 0 */
+    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187045e-06f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    /* times 2^n, n in [-126, 0]: the exponent field built directly */
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+/* Lane sums and maxima of 8 lanes, one fixed tree: (i, i+4), (i, i+2), (i, i+1). */
+static inline float hsum8(__m256 v) {
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_add_ss(x, _mm_shuffle_ps(x, x, 1)));
+}
+static inline float hmax8(__m256 v) {
+    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_max_ss(x, _mm_shuffle_ps(x, x, 1)));
+}
 #endif
 
 /* softmax over sg[0..L) in place: max, exp in position order (16 lanes at a time, then the
@@ -422,6 +555,10 @@ static void softmax_inplace(float *sg, int64_t L) {
     __m512 vm = _mm512_set1_ps(-INFINITY);
     for (; t + 16 <= L; t += 16) vm = _mm512_max_ps(_mm512_loadu_ps(sg + t), vm);
     mx = _mm512_reduce_max_ps(vm);
+#elif defined(TK_AVX2)
+    __m256 vm = _mm256_set1_ps(-INFINITY);
+    for (; t + 8 <= L; t += 8) vm = _mm256_max_ps(_mm256_loadu_ps(sg + t), vm);
+    mx = hmax8(vm);
 #endif
     for (; t < L; t++) mx = sg[t] > mx ? sg[t] : mx;
     t = 0;
@@ -433,6 +570,14 @@ static void softmax_inplace(float *sg, int64_t L) {
         vsum = _mm512_add_ps(vsum, e);
     }
     sum = _mm512_reduce_add_ps(vsum);
+#elif defined(TK_AVX2)
+    __m256 vsum = _mm256_setzero_ps(), vmx = _mm256_set1_ps(mx);
+    for (; t + 8 <= L; t += 8) {
+        __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(sg + t), vmx));
+        _mm256_storeu_ps(sg + t, e);
+        vsum = _mm256_add_ps(vsum, e);
+    }
+    sum = hsum8(vsum);
 #endif
     for (; t < L; t++) { sg[t] = expf(sg[t] - mx); sum += sg[t]; }
     float inv = 1.0f / sum;
@@ -446,6 +591,14 @@ static inline void load_row(const void *cache, int dtype, int64_t offset, int64_
         for (int64_t d = 0; d < D; d += 16)
             _mm512_storeu_ps(dst + d, _mm512_castsi512_ps(_mm512_slli_epi32(
                 _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + d))), 16)));
+        return;
+    }
+#elif defined(TK_AVX2)
+    if (dtype == BF16 && (D & 7) == 0) {
+        const uint16_t *src = (const uint16_t *)cache + offset;
+        for (int64_t d = 0; d < D; d += 8)
+            _mm256_storeu_ps(dst + d, _mm256_castsi256_ps(_mm256_slli_epi32(
+                _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + d))), 16)));
         return;
     }
 #endif
@@ -466,6 +619,12 @@ static inline float dot(const float *a, const float *b, int64_t D) {
         __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(a), _mm512_loadu_ps(b));
         for (int64_t d = 16; d < D; d += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + d), _mm512_loadu_ps(b + d), acc);
         return _mm512_reduce_add_ps(acc);
+    }
+#elif defined(TK_AVX2)
+    if ((D & 7) == 0) {
+        __m256 acc = _mm256_mul_ps(_mm256_loadu_ps(a), _mm256_loadu_ps(b));
+        for (int64_t d = 8; d < D; d += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + d), _mm256_loadu_ps(b + d), acc);
+        return hsum8(acc);
     }
 #endif
     float s = 0.0f;
@@ -578,6 +737,96 @@ static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const 
     }
     for (int64_t r = 0; r < R; r++) split64(out + r * 64, acc + r * 64, 0);
 }
+#define DECODE_GROUP 16
+#elif defined(TK_AVX2)
+/* The horizontal sums of 8 vectors at once: r[t] = sum of v[t]'s lanes, one tree for every t
+   (pairs within each 128-bit half, then the two halves). */
+static inline __m256 hsum8x8(const __m256 *v) {
+    __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+    __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+    return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
+}
+
+/* The order load_bf16x16_split widens a 64-element row into: 32-byte chunk c gives dims
+   16c + 2i (vector 2c) and 16c + 2i + 1 (vector 2c + 1) in lane i. to_split = 1: natural -> split. */
+static inline void split64(float *natural, float *split, int to_split) {
+    for (int c = 0; c < 4; c++)
+        for (int i = 0; i < 8; i++)
+            for (int e = 0; e < 2; e++) {
+                if (to_split) split[(2 * c + e) * 8 + i] = natural[16 * c + 2 * i + e];
+                else natural[16 * c + 2 * i + e] = split[(2 * c + e) * 8 + i];
+            }
+}
+
+/* decode_heads_bf16_d64 of the AVX-512 build on 8 lanes: groups of 8 positions, a score is
+   eight lane-wise products summed by hsum8x8, and the values are accumulated half a head (32
+   dims) at a time so the G <= 4 heads' accumulators stay in registers. */
+static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const uint16_t *k_cache,
+                                  const uint16_t *v_cache, int64_t Hkv, int64_t kh0, int64_t page_size,
+                                  const int32_t *pages, int64_t L, float *s, float *acc, float *out) {
+    const int64_t R = nh * G;
+    float *qs = acc;  /* queries in the keys' split order */
+    for (int64_t r = 0; r < R; r++) split64((float *)qf + r * 64, qs + r * 64, 1);
+    float kf[8][64] __attribute__((aligned(32)));
+    for (int64_t t0 = 0; t0 < L; t0 += page_size) {
+        int64_t base = (int64_t)pages[t0 / page_size] * page_size;
+        for (int64_t o = 0; o < page_size && t0 + o < L; o += 8) {
+            int64_t n = L - (t0 + o) < 8 ? L - (t0 + o) : 8;
+            for (int64_t j = 0; j < nh; j++) {
+                for (int t = 0; t < 8; t++) {
+                    const uint16_t *kr = k_cache + ((base + o + t) * Hkv + kh0 + j) * 64;
+                    for (int c = 0; c < 4; c++) {
+                        __m256 e, od;
+                        load_bf16x16_split(kr + 16 * c, &e, &od);
+                        _mm256_store_ps(kf[t] + 16 * c, e);
+                        _mm256_store_ps(kf[t] + 16 * c + 8, od);
+                    }
+                }
+                for (int64_t g = 0; g < G; g++) {
+                    const float *qr = qs + (j * G + g) * 64;
+                    __m256 a[8];
+                    for (int t = 0; t < 8; t++) {
+                        __m256 x = _mm256_mul_ps(_mm256_loadu_ps(qr), _mm256_load_ps(kf[t]));
+                        for (int v = 1; v < 8; v++)
+                            x = _mm256_fmadd_ps(_mm256_loadu_ps(qr + 8 * v), _mm256_load_ps(kf[t] + 8 * v), x);
+                        a[t] = x;
+                    }
+                    float sc[8] __attribute__((aligned(32)));
+                    _mm256_store_ps(sc, hsum8x8(a));
+                    memcpy(s + (j * G + g) * L + t0 + o, sc, (size_t)n * 4);
+                }
+            }
+        }
+    }
+    for (int64_t r = 0; r < R; r++) softmax_inplace(s + r * L, L);
+    for (int64_t i = 0; i < R * 64; i++) acc[i] = 0.0f;  /* (the split queries are no longer needed) */
+    for (int64_t t0 = 0; t0 < L; t0 += page_size) {
+        int64_t base = (int64_t)pages[t0 / page_size] * page_size, end = t0 + page_size < L ? t0 + page_size : L;
+        for (int64_t j = 0; j < nh; j++)
+            for (int hh = 0; hh < 2; hh++) {  /* dims 32hh .. 32hh + 31: split vectors 4hh .. 4hh + 3 */
+                __m256 va[4][4];
+                for (int64_t g = 0; g < G; g++)
+                    for (int c = 0; c < 4; c++) va[g][c] = _mm256_loadu_ps(acc + (j * G + g) * 64 + (4 * hh + c) * 8);
+                for (int64_t t = t0; t < end; t++) {
+                    const uint16_t *vr = v_cache + ((base + t - t0) * Hkv + kh0 + j) * 64 + 32 * hh;
+                    __m256 v0, v1, v2, v3;
+                    load_bf16x16_split(vr, &v0, &v1);
+                    load_bf16x16_split(vr + 16, &v2, &v3);
+                    for (int64_t g = 0; g < G; g++) {
+                        __m256 p = _mm256_broadcast_ss(s + (j * G + g) * L + t);
+                        va[g][0] = _mm256_fmadd_ps(p, v0, va[g][0]);
+                        va[g][1] = _mm256_fmadd_ps(p, v1, va[g][1]);
+                        va[g][2] = _mm256_fmadd_ps(p, v2, va[g][2]);
+                        va[g][3] = _mm256_fmadd_ps(p, v3, va[g][3]);
+                    }
+                }
+                for (int64_t g = 0; g < G; g++)
+                    for (int c = 0; c < 4; c++) _mm256_storeu_ps(acc + (j * G + g) * 64 + (4 * hh + c) * 8, va[g][c]);
+            }
+    }
+    for (int64_t r = 0; r < R; r++) split64(out + r * 64, acc + r * 64, 0);
+}
+#define DECODE_GROUP 8
 #endif
 
 void tk_paged_decode(const void *q, int q_dtype, int64_t N, int64_t H, int64_t Hkv, int64_t D,
@@ -599,8 +848,8 @@ void tk_paged_decode(const void *q, int q_dtype, int64_t N, int64_t H, int64_t H
             for (int64_t d = 0; d < D; d++)
                 qf[r * D + d] = load_elem(q, q_dtype, (n * H + h0 * G + r) * D + d) * scale;
         const int32_t *pages = block_table + n * bt_stride;
-#if defined(__AVX512F__)
-        if (kv_dtype == BF16 && D == 64 && G <= 4 && page_size % 16 == 0) {
+#if defined(DECODE_GROUP)
+        if (kv_dtype == BF16 && D == 64 && G <= 4 && page_size % DECODE_GROUP == 0) {
             decode_heads_bf16_d64(qf, G, per, (const uint16_t *)k_cache, (const uint16_t *)v_cache, Hkv, h0,
                                   page_size, pages, L, s, row, acc);
             for (int64_t r = 0; r < R; r++)
@@ -634,6 +883,10 @@ void tk_paged_decode(const void *q, int q_dtype, int64_t N, int64_t H, int64_t H
                         __m512 vp = _mm512_set1_ps(p);
                         for (; d + 16 <= D; d += 16)
                             _mm512_storeu_ps(a + d, _mm512_fmadd_ps(vp, _mm512_loadu_ps(row + d), _mm512_loadu_ps(a + d)));
+#elif defined(TK_AVX2)
+                        __m256 vp = _mm256_set1_ps(p);
+                        for (; d + 8 <= D; d += 8)
+                            _mm256_storeu_ps(a + d, _mm256_fmadd_ps(vp, _mm256_loadu_ps(row + d), _mm256_loadu_ps(a + d)));
 #endif
                         for (; d < D; d++) a[d] = fmaf(p, row[d], a[d]);
                     }
@@ -693,6 +946,19 @@ double tk_stream_read(const void *p, int64_t n, int nthreads) {
             d = _mm512_add_epi64(d, _mm512_loadu_si512(q + 192));
         }
         total += (double)_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a, b), _mm512_add_epi64(c, d)));
+#elif defined(TK_AVX2)
+        __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < blocks; i++) {
+            const __m256i *q = (const __m256i *)(bytes + i * 256);
+            a = _mm256_add_epi64(a, _mm256_add_epi64(_mm256_loadu_si256(q), _mm256_loadu_si256(q + 4)));
+            b = _mm256_add_epi64(b, _mm256_add_epi64(_mm256_loadu_si256(q + 1), _mm256_loadu_si256(q + 5)));
+            c = _mm256_add_epi64(c, _mm256_add_epi64(_mm256_loadu_si256(q + 2), _mm256_loadu_si256(q + 6)));
+            d = _mm256_add_epi64(d, _mm256_add_epi64(_mm256_loadu_si256(q + 3), _mm256_loadu_si256(q + 7)));
+        }
+        uint64_t lanes[4];
+        _mm256_storeu_si256((__m256i *)lanes, _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d)));
+        total += (double)(lanes[0] + lanes[1] + lanes[2] + lanes[3]);
 #else
         uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
 #pragma omp for schedule(static)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -182,19 +183,26 @@ def test_paged_decode_rejects_lengths_past_the_table():
         cpu.paged_decode(torch.randn(1, 9, 64), cache, 0, table, torch.tensor([33]), scale=0.125)
 
 
-@pytest.fixture(scope="module")
-def portable_lib(tmp_path_factory):
+@pytest.fixture(scope="module", params=["x86-64-v2", "x86-64-v3"], ids=["portable-c", "avx2"])
+def variant_lib(request, tmp_path_factory):
+    """ops.c built for another -march: x86-64-v2 (no AVX2: the plain C loops) and x86-64-v3
+    (AVX2 + FMA, no AVX-512: the 8-lane paths)."""
     import platform
 
     if platform.machine().lower() not in ("x86_64", "amd64"):
-        pytest.skip(reason="the portable build is checked on x86-64, where -march=x86-64-v2 turns AVX-512 off")
-    return cpu.build_variant(tmp_path_factory.mktemp("kernels"), "x86-64-v2")
+        pytest.skip(reason="the -march variants of ops.c are x86-64 targets")
+    if request.param == "x86-64-v3":
+        flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+        if not all(f" {f}" in flags for f in ("avx2", "fma", "bmi2", "movbe")):
+            pytest.skip(reason="this CPU cannot run an x86-64-v3 (AVX2 + FMA) build")
+    return cpu.build_variant(tmp_path_factory.mktemp("kernels"), request.param)
 
 
-def test_portable_c_path_matches_the_avx512_build(portable_lib, monkeypatch):
-    """Machines without AVX-512 run the plain C loops of ops.c. Built here for x86-64-v2: the
-    linear layer computes the same FMA chain per output (bit-equal to the AVX-512 build), rope and
-    the cache write stay bit-equal to torch, and attention meets the same bound as the fast path."""
+def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
+    """Every machine runs one of three builds of ops.c (AVX-512, AVX2 + FMA, plain C). Each
+    variant against this machine's native build: the linear layer computes the same FMA chain per
+    output (bit-equal), rope and the cache write stay bit-equal to torch, and attention meets the
+    same bound as the native path."""
     from inference.model import apply_rope
 
     g = torch.Generator().manual_seed(11)
@@ -206,17 +214,20 @@ def test_portable_c_path_matches_the_avx512_build(portable_lib, monkeypatch):
     cache, table, seq_lens = _filled_cache(torch.bfloat16, lens, page_size=16, hkv=3, d=64)
     q = torch.randn(len(lens), 9, 64, generator=g).to(torch.bfloat16)
     fast = (cpu.linear(x, cpu.PackedWeight(w), out_dtype=torch.float32),
+            cpu.linear(x[:1], cpu.PackedWeight(w), out_dtype=torch.float32),  # (one row: the GEMV path)
             cpu.linear(xg, cpu.PackedWeight(wg, silu_half=True), out_dtype=torch.float32),
             cpu.paged_decode(q, cache, 0, table, seq_lens, scale=0.125))
 
-    monkeypatch.setattr(cpu, "_lib", lambda: portable_lib)
+    monkeypatch.setattr(cpu, "_lib", lambda: variant_lib)
     assert torch.equal(cpu.linear(x, cpu.PackedWeight(w), out_dtype=torch.float32), fast[0])
-    assert torch.equal(cpu.linear(xg, cpu.PackedWeight(wg, silu_half=True), out_dtype=torch.float32), fast[1])
+    assert torch.equal(cpu.linear(x[:1], cpu.PackedWeight(w), out_dtype=torch.float32), fast[1])
+    assert torch.equal(fast[1], fast[0][:1])
+    assert torch.equal(cpu.linear(xg, cpu.PackedWeight(wg, silu_half=True), out_dtype=torch.float32), fast[2])
     out = cpu.paged_decode(q, cache, 0, table, seq_lens, scale=0.125)
     ref = dense_decode(q.float(), cache, 0, table, seq_lens)
     torch_bf16 = dense_decode(q, cache, 0, table, seq_lens).float()
     assert (out.float() - ref).abs().max() <= 2 * (torch_bf16 - ref).abs().max() + 1e-6
-    assert (out.float() - fast[2].float()).abs().max() <= 2 * (torch_bf16 - ref).abs().max() + 1e-6
+    assert (out.float() - fast[3].float()).abs().max() <= 2 * (torch_bf16 - ref).abs().max() + 1e-6
 
     qkv = (torch.randn(6, 15, 64, generator=g) * 4).to(torch.bfloat16)
     angles = torch.rand(6, 64, generator=g) * 6
