@@ -260,9 +260,8 @@ def pack_linears(model: Transformer) -> Transformer:
 
 
 def can_use_native(device: torch.device, dtype: torch.dtype) -> bool:
-    """kernels.cpu serves bf16 models on the CPU (fp32 models keep the oneDNN/MKL path, which
-    the fp32 logit tests against transformers run on)."""
-    return device.type == "cpu" and dtype == torch.bfloat16 and kernels_cpu.available()
+    """kernels.cpu serves bf16 and fp32 models on the CPU whenever it could be built."""
+    return device.type == "cpu" and dtype in (torch.bfloat16, torch.float32) and kernels_cpu.available()
 
 
 def optimize_for_cpu(model: Transformer) -> Transformer:
@@ -271,8 +270,21 @@ def optimize_for_cpu(model: Transformer) -> Transformer:
     (sparse, fp8 KV, teacher forcing) run the per-op modules, whose linears are NativeLinears on
     the same packed weights (one copy of the weights in memory). Each path is batch invariant on
     its own, and which one runs depends only on the step's kind and kernel settings, never on the
-    batch. The head is a NativeLinear too (prefill and decode project their rows with the same code)."""
+    batch. The head is a NativeLinear too (prefill and decode project their rows with the same code).
+
+    fp32: the same NativeLinears on float32 packed weights (oneDNN's fp32 kernels are several times
+    slower at decode's few rows on CPUs without AVX-512), and no decode_layer (it is bf16 only):
+    every step runs the per-op modules."""
     c = model.config
+    if model.head_weight.dtype == torch.float32:
+        f32 = dict(dtype=torch.float32)
+        for b in model.layers:
+            b.attention.wqkv = NativeLinear(kernels_cpu.PackedWeight(b.attention.wqkv.weight, **f32))
+            b.attention.wo = NativeLinear(kernels_cpu.PackedWeight(b.attention.wo.weight, **f32))
+            b.feed_forward = NativeFeedForward(kernels_cpu.PackedWeight(b.feed_forward.w13.weight, silu_half=True, **f32),
+                                               kernels_cpu.PackedWeight(b.feed_forward.w2.weight, **f32))
+        model.head = NativeLinear(kernels_cpu.PackedWeight(model.head_weight, **f32), out_dtype=torch.float32)
+        return model
     model.native_layers = [
         kernels_cpu.LayerWeights(
             wqkv=b.attention.wqkv.weight, wo=b.attention.wo.weight, w13=b.feed_forward.w13.weight,

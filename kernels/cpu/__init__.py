@@ -75,9 +75,9 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     """Argument and result types of the library's entry points."""
     P, I64, I, F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float
     lib.tk_linear_packed_numel.argtypes, lib.tk_linear_packed_numel.restype = [I64, I64], I64
-    lib.tk_linear_pack.argtypes, lib.tk_linear_pack.restype = [P, I64, I64, I64, P], None
+    lib.tk_linear_pack.argtypes, lib.tk_linear_pack.restype = [P, I, I64, I64, I64, P], None
     lib.tk_advise_huge.argtypes, lib.tk_advise_huge.restype = [P, I64], None
-    lib.tk_linear.argtypes = [P, I, I64, I64, I64, P, I64, I64, P, I, I64, P, I, I64, I]
+    lib.tk_linear.argtypes = [P, I, I64, I64, I64, P, I, I64, I64, P, I, I64, P, I, I64, I]
     lib.tk_linear.restype = None
     lib.tk_rms_norm.argtypes, lib.tk_rms_norm.restype = [P, I, I64, I64, P, F, P, I], None
     lib.tk_rope_write.argtypes = [P, I, I64, I64, I64, I64, P, P, P, P, P, P, P, I64, I64, I]
@@ -137,21 +137,26 @@ def _check(t: torch.Tensor, name: str, dtypes=(torch.float32, torch.bfloat16)) -
 
 
 class PackedWeight:
-    """A bf16 (N, K) weight packed for `linear`. `silu_half` packs a fused [gate; up] weight
-    (N = 2H) so that `linear` returns silu(gate) * up (N/2 columns)."""
+    """An (N, K) weight packed for `linear`, kept in bf16 (default) or float32 (`dtype`); the
+    math is float32 either way. `silu_half` packs a fused [gate; up] weight (N = 2H) so that
+    `linear` returns silu(gate) * up (N/2 columns)."""
 
-    def __init__(self, weight: torch.Tensor, *, silu_half: bool = False) -> None:
+    def __init__(self, weight: torch.Tensor, *, silu_half: bool = False, dtype: torch.dtype = torch.bfloat16) -> None:
         lib = _lib()
         assert lib is not None, "native kernels unavailable"
-        w = weight.detach().to(torch.bfloat16).contiguous()
+        if dtype not in _DTYPE_CODES:
+            raise ValueError(f"packed weights are bfloat16 or float32, not {dtype}")
+        w = weight.detach().to(dtype).contiguous()
+        self.dtype = dtype
         self.out_features, self.in_features = w.shape
         half = self.out_features // 2 if silu_half else 0
         if silu_half and (self.out_features % 2 or half % 16):
             raise ValueError(f"a fused gate/up weight needs 2H rows with H a multiple of 16, got {self.out_features}")
         self.silu_half = half
-        self.packed = torch.empty(lib.tk_linear_packed_numel(*w.shape), dtype=torch.bfloat16)
-        lib.tk_advise_huge(self.packed.data_ptr(), self.packed.numel() * 2)
-        lib.tk_linear_pack(w.data_ptr(), self.out_features, self.in_features, half, self.packed.data_ptr())
+        self.packed = torch.empty(lib.tk_linear_packed_numel(*w.shape), dtype=dtype)
+        lib.tk_advise_huge(self.packed.data_ptr(), self.packed.numel() * self.packed.element_size())
+        lib.tk_linear_pack(w.data_ptr(), _DTYPE_CODES[dtype], self.out_features, self.in_features, half,
+                           self.packed.data_ptr())
 
     @property
     def output_features(self) -> int:
@@ -173,7 +178,8 @@ def linear(x: torch.Tensor, w: PackedWeight, *, out_dtype: torch.dtype | None = 
         if residual.shape != out.shape:
             raise ValueError(f"residual {tuple(residual.shape)} does not match the output {tuple(out.shape)}")
         r_ptr, r_code = residual.data_ptr(), _DTYPE_CODES[residual.dtype]
-    _lib().tk_linear(x.data_ptr(), _DTYPE_CODES[x.dtype], M, K, K, w.packed.data_ptr(), w.out_features,
+    _lib().tk_linear(x.data_ptr(), _DTYPE_CODES[x.dtype], M, K, K, w.packed.data_ptr(), _DTYPE_CODES[w.dtype],
+                     w.out_features,
                      w.silu_half, out.data_ptr(), _DTYPE_CODES[out.dtype], w.output_features,
                      r_ptr, r_code, w.output_features, _threads())
     return out

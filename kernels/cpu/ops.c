@@ -84,22 +84,22 @@ static void to_f32(const void *src, int dtype, int64_t n, float *dst) {
 }
 
 /* ------------------------------------------------------------------------------ linear
- * y = x @ W^T for bf16 weights W (N, K), packed once into panels of 32 output columns:
- * packed[p][k][j] = W[p*32 + j][k] (zero past N). For the fused gate/up projection
- * (silu_half = H > 0, N = 2H, H % 16 == 0), panel p holds gate rows p*16.. in columns 0..15
- * and the matching up rows H + p*16.. in columns 16..31, so the epilogue can emit
- * silu(gate) * up for 16 outputs without a second pass.
+ * y = x @ W^T for bf16 or float32 weights W (N, K), packed once into panels of 32 output
+ * columns: packed[p][k][.] holds W[p*32 + j][k] for j = 0..31 (zero past N). For the fused
+ * gate/up projection (silu_half = H > 0, N = 2H, H % 16 == 0), panel p holds gate rows p*16..
+ * in columns 0..15 and the matching up rows H + p*16.. in columns 16..31, so the epilogue can
+ * emit silu(gate) * up for 16 outputs without a second pass.
  * Math in float32: activations converted once, weights widened as loaded, one FMA per k in
- * order k = 0..K-1 for every output element.
+ * order k = 0..K-1 for every output element, whatever the build or the weights' dtype.
  */
 #define NR 32
 #if defined(TK_AVX2)
-#define MR 6   /* 6 rows x 16 columns: 12 of the 16 ymm registers accumulate */
+#define MR 5   /* 5 rows x 16 columns: 10 of the 16 ymm registers accumulate (6 rows spill: half the speed) */
 #else
 #define MR 12
 #endif
 #ifndef PANEL_PREFETCH_ROWS
-#define PANEL_PREFETCH_ROWS 64  /* 4 KB ahead in a panel: its first reader streams it from memory */
+#define PANEL_PREFETCH_ROWS 64  /* rows ahead in a panel (4 KB in bf16): its first reader streams it from memory */
 #endif
 
 int64_t tk_linear_packed_numel(int64_t N, int64_t K) { return ((N + NR - 1) / NR) * NR * K; }
@@ -114,19 +114,28 @@ void tk_advise_huge(void *p, int64_t n) {
 #endif
 }
 
-/* Within a panel row (one k, 32 columns), column j < 16 sits at element 2j and column 16 + j at
-   2j + 1: one 64-byte load then widens to columns 0..15 (shift) and 16..31 (mask) in-lane. */
-static inline int64_t panel_pos(int64_t j) { return j < 16 ? 2 * j : 2 * (j - 16) + 1; }
+/* Where column j sits within a panel row (one k, 32 columns). bf16: column j < 16 at element 2j
+   and column 16 + j at 2j + 1, so one 64-byte load widens to columns 0..15 (shift) and 16..31
+   (mask) in-lane. float32: column j at element j. */
+static inline int64_t panel_pos(int64_t j, int w_dtype) {
+    if (w_dtype == F32) return j;
+    return j < 16 ? 2 * j : 2 * (j - 16) + 1;
+}
 
-void tk_linear_pack(const uint16_t *w, int64_t N, int64_t K, int64_t silu_half, uint16_t *out) {
+/* w (N, K) in w_dtype (BF16 or F32) -> out, tk_linear_packed_numel(N, K) elements of w_dtype. */
+void tk_linear_pack(const void *w, int w_dtype, int64_t N, int64_t K, int64_t silu_half, void *out) {
     int64_t P = (N + NR - 1) / NR;
     for (int64_t p = 0; p < P; p++)
         for (int64_t j = 0; j < NR; j++) {
             int64_t n;
             if (silu_half > 0) n = j < 16 ? p * 16 + j : silu_half + p * 16 + (j - 16);
             else n = p * NR + j;
-            for (int64_t k = 0; k < K; k++)
-                out[(p * K + k) * NR + panel_pos(j)] = n < N ? w[n * K + k] : 0;
+            int64_t pos = panel_pos(j, w_dtype);
+            for (int64_t k = 0; k < K; k++) {
+                int64_t dst = (p * K + k) * NR + pos;
+                if (w_dtype == F32) ((float *)out)[dst] = n < N ? ((const float *)w)[n * K + k] : 0.0f;
+                else ((uint16_t *)out)[dst] = n < N ? ((const uint16_t *)w)[n * K + k] : 0;
+            }
         }
 }
 
@@ -156,6 +165,19 @@ static void linear_epilogue(const float *acc, int mr, int64_t m0, int64_t p, int
     }
 }
 
+/* The panel row of step k starts at element k * NR; its bytes per row: */
+static inline const char *panel_row(const void *panel, int64_t k, int w_dtype) {
+    return (const char *)panel + k * NR * (w_dtype == F32 ? 4 : 2);
+}
+
+/* Prefetch the row PANEL_PREFETCH_ROWS ahead (both of its cache lines for float32). */
+#define PREFETCH_PANEL_ROW(panel, k, w_dtype)                                                          \
+    do {                                                                                               \
+        const char *pf_ = panel_row(panel, (k) + PANEL_PREFETCH_ROWS, w_dtype);                        \
+        _mm_prefetch(pf_, _MM_HINT_T0);                                                                \
+        if ((w_dtype) == F32) _mm_prefetch(pf_ + 64, _MM_HINT_T0);                                     \
+    } while (0)
+
 #if defined(__AVX512F__)
 static inline __m512 load_bf16x16(const uint16_t *p) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
@@ -168,16 +190,30 @@ static inline void load_bf16x32_split(const uint16_t *p, __m512 *even, __m512 *o
     *odd = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32((int)0xFFFF0000u)));
 }
 
-/* MR_ rows x 32 columns, MR_ a compile-time constant so the accumulators live in registers. */
-static inline __attribute__((always_inline)) void tile_fixed(const float *x, int64_t K, const uint16_t *panel,
-                                                             float *acc, const int MR_) {
+/* One panel row as columns 0..15 and 16..31 in float32. */
+static inline __attribute__((always_inline)) void load_panel_row(const void *panel, int64_t k, int w_dtype,
+                                                                 __m512 *lo, __m512 *hi) {
+    const char *b = panel_row(panel, k, w_dtype);
+    if (w_dtype == F32) {
+        *lo = _mm512_loadu_ps((const float *)b);
+        *hi = _mm512_loadu_ps((const float *)b + 16);
+    } else {
+        load_bf16x32_split((const uint16_t *)b, lo, hi);
+    }
+}
+
+/* MR_ rows x 32 columns, MR_ and w_dtype compile-time constants so the accumulators live in
+   registers and the weight load is the dtype's own. */
+static inline __attribute__((always_inline)) void tile_fixed(const float *x, int64_t K, const void *panel,
+                                                             int w_dtype, float *acc, const int MR_) {
     __m512 a0[MR], a1[MR];
     for (int i = 0; i < MR_; i++) { a0[i] = _mm512_setzero_ps(); a1[i] = _mm512_setzero_ps(); }
-    for (int64_t k = 0; k < K; k++) {
-        const uint16_t *b = panel + k * NR;
-        _mm_prefetch((const char *)(b + PANEL_PREFETCH_ROWS * NR), _MM_HINT_T0);
+    const int64_t row_bytes = NR * (w_dtype == F32 ? 4 : 2);
+    const char *b = (const char *)panel;
+    for (int64_t k = 0; k < K; k++, b += row_bytes) {
+        PREFETCH_PANEL_ROW(b, 0, w_dtype);
         __m512 b0, b1;
-        load_bf16x32_split(b, &b0, &b1);
+        load_panel_row(b, 0, w_dtype, &b0, &b1);
         for (int i = 0; i < MR_; i++) {
             __m512 a = _mm512_set1_ps(x[i * K + k]);
             a0[i] = _mm512_fmadd_ps(a, b0, a0[i]);
@@ -189,18 +225,20 @@ static inline __attribute__((always_inline)) void tile_fixed(const float *x, int
         _mm512_storeu_ps(acc + i * NR + 16, a1[i]);
     }
 }
-#define TILE_CASE(n) case n: tile_fixed(x, K, panel, acc, n); break;
+#define TILE_CASE(n) case n: \
+    if (w_dtype == F32) tile_fixed(x, K, panel, F32, acc, n); else tile_fixed(x, K, panel, BF16, acc, n); break;
 
 /* One row against two panels at once: four independent FMA chains instead of two, for the
    bandwidth-bound M = 1 case. Each output's summation order is the same as tile_fixed's. */
-static void tile_row_two_panels(const float *x, int64_t K, const uint16_t *p0, const uint16_t *p1, float *acc) {
+static inline __attribute__((always_inline)) void tile_row_two_panels_t(const float *x, int64_t K, const void *p0,
+                                                                        const void *p1, int w_dtype, float *acc) {
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (int64_t k = 0; k < K; k++) {
-        _mm_prefetch((const char *)(p0 + (k + PANEL_PREFETCH_ROWS) * NR), _MM_HINT_T0);
-        _mm_prefetch((const char *)(p1 + (k + PANEL_PREFETCH_ROWS) * NR), _MM_HINT_T0);
+        PREFETCH_PANEL_ROW(p0, k, w_dtype);
+        PREFETCH_PANEL_ROW(p1, k, w_dtype);
         __m512 a = _mm512_set1_ps(x[k]), b0, b1, b2, b3;
-        load_bf16x32_split(p0 + k * NR, &b0, &b1);
-        load_bf16x32_split(p1 + k * NR, &b2, &b3);
+        load_panel_row(p0, k, w_dtype, &b0, &b1);
+        load_panel_row(p1, k, w_dtype, &b2, &b3);
         a0 = _mm512_fmadd_ps(a, b0, a0);
         a1 = _mm512_fmadd_ps(a, b1, a1);
         a2 = _mm512_fmadd_ps(a, b2, a2);
@@ -212,25 +250,37 @@ static void tile_row_two_panels(const float *x, int64_t K, const uint16_t *p0, c
     _mm512_storeu_ps(acc + NR + 16, a3);
 }
 #elif defined(TK_AVX2)
-/* 16 bf16 widened to float32 as their even and odd elements (one half of a panel row: half 0
-   holds columns 0..7 and 16..23, half 1 columns 8..15 and 24..31). */
+/* 16 bf16 widened to float32 as their even and odd elements. */
 static inline void load_bf16x16_split(const uint16_t *p, __m256 *even, __m256 *odd) {
     __m256i w = _mm256_loadu_si256((const __m256i *)p);
     *even = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
     *odd = _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32((int)0xFFFF0000u)));
 }
 
+/* Half h of a panel row in float32: columns 8h..8h+7 (lo) and 16+8h..16+8h+7 (hi). */
+static inline __attribute__((always_inline)) void load_panel_half(const void *panel, int64_t k, int h, int w_dtype,
+                                                                  __m256 *lo, __m256 *hi) {
+    const char *b = panel_row(panel, k, w_dtype);
+    if (w_dtype == F32) {
+        *lo = _mm256_loadu_ps((const float *)b + 8 * h);
+        *hi = _mm256_loadu_ps((const float *)b + 16 + 8 * h);
+    } else {
+        load_bf16x16_split((const uint16_t *)b + 16 * h, lo, hi);
+    }
+}
+
 /* MR_ rows x one half panel (16 columns): the same k-ordered FMA chain per output as the other
-   builds, with 12 accumulators in registers. */
-static inline __attribute__((always_inline)) void tile_half_fixed(const float *x, int64_t K, const uint16_t *panel,
-                                                                  int half, float *acc, const int MR_) {
+   builds, with 2 * MR_ accumulators in registers. */
+static inline __attribute__((always_inline)) void tile_half_fixed(const float *x, int64_t K, const void *panel,
+                                                                  int half, int w_dtype, float *acc, const int MR_) {
     __m256 ae[MR], ao[MR];
     for (int i = 0; i < MR_; i++) { ae[i] = _mm256_setzero_ps(); ao[i] = _mm256_setzero_ps(); }
-    const uint16_t *b = panel + half * 16;
-    for (int64_t k = 0; k < K; k++, b += NR) {
-        if (!half) _mm_prefetch((const char *)(b + PANEL_PREFETCH_ROWS * NR), _MM_HINT_T0);
+    const int64_t row_bytes = NR * (w_dtype == F32 ? 4 : 2);
+    const char *b = (const char *)panel;
+    for (int64_t k = 0; k < K; k++, b += row_bytes) {
+        if (!half) PREFETCH_PANEL_ROW(b, 0, w_dtype);
         __m256 be, bo;
-        load_bf16x16_split(b, &be, &bo);
+        load_panel_half(b, 0, half, w_dtype, &be, &bo);
         for (int i = 0; i < MR_; i++) {
             __m256 a = _mm256_broadcast_ss(x + i * K + k);
             ae[i] = _mm256_fmadd_ps(a, be, ae[i]);
@@ -242,19 +292,21 @@ static inline __attribute__((always_inline)) void tile_half_fixed(const float *x
         _mm256_storeu_ps(acc + i * NR + 16 + half * 8, ao[i]);
     }
 }
-#define TILE_CASE(n) case n: tile_half_fixed(x, K, panel, 0, acc, n); tile_half_fixed(x, K, panel, 1, acc, n); break;
+#define TILE_HALVES(n, dt) tile_half_fixed(x, K, panel, 0, dt, acc, n); tile_half_fixed(x, K, panel, 1, dt, acc, n);
+#define TILE_CASE(n) case n: if (w_dtype == F32) { TILE_HALVES(n, F32) } else { TILE_HALVES(n, BF16) } break;
 
 /* One row against two panels: eight independent FMA chains for the bandwidth-bound M = 1 case. */
-static void tile_row_two_panels(const float *x, int64_t K, const uint16_t *p0, const uint16_t *p1, float *acc) {
+static inline __attribute__((always_inline)) void tile_row_two_panels_t(const float *x, int64_t K, const void *p0,
+                                                                        const void *p1, int w_dtype, float *acc) {
     __m256 a[8];
     for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_ps();
     for (int64_t k = 0; k < K; k++) {
-        _mm_prefetch((const char *)(p0 + (k + PANEL_PREFETCH_ROWS) * NR), _MM_HINT_T0);
-        _mm_prefetch((const char *)(p1 + (k + PANEL_PREFETCH_ROWS) * NR), _MM_HINT_T0);
+        PREFETCH_PANEL_ROW(p0, k, w_dtype);
+        PREFETCH_PANEL_ROW(p1, k, w_dtype);
         __m256 xk = _mm256_broadcast_ss(x + k);
         for (int h = 0; h < 4; h++) {  /* h: panel h / 2, half h % 2 */
             __m256 e, o;
-            load_bf16x16_split((h < 2 ? p0 : p1) + k * NR + (h & 1) * 16, &e, &o);
+            load_panel_half(h < 2 ? p0 : p1, k, h & 1, w_dtype, &e, &o);
             a[2 * h] = _mm256_fmadd_ps(xk, e, a[2 * h]);
             a[2 * h + 1] = _mm256_fmadd_ps(xk, o, a[2 * h + 1]);
         }
@@ -267,20 +319,26 @@ static void tile_row_two_panels(const float *x, int64_t K, const uint16_t *p0, c
 }
 #endif
 
-static void linear_tile(const float *x, int64_t K, int mr, const uint16_t *panel, float *acc) {
+#if defined(__AVX512F__) || defined(TK_AVX2)
+static void tile_row_two_panels(const float *x, int64_t K, const void *p0, const void *p1, int w_dtype, float *acc) {
+    if (w_dtype == F32) tile_row_two_panels_t(x, K, p0, p1, F32, acc);
+    else tile_row_two_panels_t(x, K, p0, p1, BF16, acc);
+}
+#endif
+
+static void linear_tile(const float *x, int64_t K, int mr, const void *panel, int w_dtype, float *acc) {
 #if defined(__AVX512F__)
     switch (mr) {
         TILE_CASE(1) TILE_CASE(2) TILE_CASE(3) TILE_CASE(4) TILE_CASE(5) TILE_CASE(6)
         TILE_CASE(7) TILE_CASE(8) TILE_CASE(9) TILE_CASE(10) TILE_CASE(11) TILE_CASE(12)
     }
 #elif defined(TK_AVX2)
-    switch (mr) { TILE_CASE(1) TILE_CASE(2) TILE_CASE(3) TILE_CASE(4) TILE_CASE(5) TILE_CASE(6) }
+    switch (mr) { TILE_CASE(1) TILE_CASE(2) TILE_CASE(3) TILE_CASE(4) TILE_CASE(5) }
 #else
     for (int i = 0; i < mr * NR; i++) acc[i] = 0.0f;
     for (int64_t k = 0; k < K; k++) {
-        const uint16_t *b = panel + k * NR;
         float bw[NR];
-        for (int j = 0; j < NR; j++) bw[j] = bf16_to_f32(b[panel_pos(j)]);
+        for (int j = 0; j < NR; j++) bw[j] = load_elem(panel, w_dtype, k * NR + panel_pos(j, w_dtype));
         for (int i = 0; i < mr; i++) {
             float a = x[i * K + k];
             for (int j = 0; j < NR; j++) acc[i * NR + j] = fmaf(a, bw[j], acc[i * NR + j]);
@@ -289,9 +347,9 @@ static void linear_tile(const float *x, int64_t K, int mr, const uint16_t *panel
 #endif
 }
 
-void tk_linear(const void *x, int x_dtype, int64_t M, int64_t K, int64_t ldx, const uint16_t *packed, int64_t N,
-               int64_t silu_half, void *y, int y_dtype, int64_t ldy, const void *resid, int r_dtype, int64_t ldr,
-               int nthreads) {
+void tk_linear(const void *x, int x_dtype, int64_t M, int64_t K, int64_t ldx, const void *packed, int w_dtype,
+               int64_t N, int64_t silu_half, void *y, int y_dtype, int64_t ldy, const void *resid, int r_dtype,
+               int64_t ldr, int nthreads) {
     if (M <= 0) return;
     float *xf = thread_buffer(M * K);
     for (int64_t m = 0; m < M; m++) {
@@ -300,7 +358,8 @@ void tk_linear(const void *x, int x_dtype, int64_t M, int64_t K, int64_t ldx, co
     }
     /* Blocks of MB rows x one panel: a block's activations stay in L2 while the panels stream
        past (prefill), and a decode step (M <= MB) reads each panel once. */
-    const int64_t MB = 8 * MR;
+    const int64_t MB = 8 * MR, panel_bytes = K * NR * (w_dtype == F32 ? 4 : 2);
+    const char *packed_bytes = (const char *)packed;
     int64_t P = (N + NR - 1) / NR, nblocks = (M + MB - 1) / MB;
     int silu_mode = silu_half > 0;
 #if defined(__AVX512F__) || defined(TK_AVX2)
@@ -309,11 +368,12 @@ void tk_linear(const void *x, int x_dtype, int64_t M, int64_t K, int64_t ldx, co
         for (int64_t p = 0; p < P; p += 2) {
             float acc[2 * NR] __attribute__((aligned(64)));
             if (p + 1 < P) {
-                tile_row_two_panels(xf, K, packed + p * K * NR, packed + (p + 1) * K * NR, acc);
+                tile_row_two_panels(xf, K, packed_bytes + p * panel_bytes, packed_bytes + (p + 1) * panel_bytes,
+                                    w_dtype, acc);
                 linear_epilogue(acc, 1, 0, p, N, silu_mode, y, y_dtype, ldy, resid, r_dtype, ldr);
                 linear_epilogue(acc + NR, 1, 0, p + 1, N, silu_mode, y, y_dtype, ldy, resid, r_dtype, ldr);
             } else {
-                linear_tile(xf, K, 1, packed + p * K * NR, acc);
+                linear_tile(xf, K, 1, packed_bytes + p * panel_bytes, w_dtype, acc);
                 linear_epilogue(acc, 1, 0, p, N, silu_mode, y, y_dtype, ldy, resid, r_dtype, ldr);
             }
         }
@@ -324,11 +384,11 @@ void tk_linear(const void *x, int x_dtype, int64_t M, int64_t K, int64_t ldx, co
     for (int64_t b = 0; b < nblocks; b++)
         for (int64_t p = 0; p < P; p++) {
             float acc[MR * NR] __attribute__((aligned(64)));
-            const uint16_t *panel = packed + p * K * NR;
+            const char *panel = packed_bytes + p * panel_bytes;
             int64_t m_end = (b + 1) * MB < M ? (b + 1) * MB : M;
             for (int64_t m = b * MB; m < m_end; m += MR) {
                 int mr = (m_end - m) < MR ? (int)(m_end - m) : MR;
-                linear_tile(xf + m * K, K, mr, panel, acc);
+                linear_tile(xf + m * K, K, mr, panel, w_dtype, acc);
                 linear_epilogue(acc, mr, m, p, N, silu_mode, y, y_dtype, ldy, resid, r_dtype, ldr);
             }
         }
@@ -915,15 +975,15 @@ void tk_decode_layer(uint16_t *x, int64_t T, int64_t dim, const uint16_t *attn_n
     uint16_t *xn = scratch, *qkv = xn + T * dim, *q = qkv + T * W, *att = q + T * H * D, *h = att + T * H * D;
     uint16_t *g = h + T * dim;
     tk_rms_norm(x, BF16, T, dim, attn_norm_w, eps, xn, nthreads);
-    tk_linear(xn, BF16, T, dim, dim, wqkv, W, 0, qkv, BF16, W, NULL, BF16, 0, nthreads);
+    tk_linear(xn, BF16, T, dim, dim, wqkv, BF16, W, 0, qkv, BF16, W, NULL, BF16, 0, nthreads);
     tk_rope_write(qkv, BF16, T, H, Hkv, D, cos_t, sin_t, slots, q, k_cache, v_cache, kbounds, num_pages, page_size,
                   nthreads);
     tk_paged_decode(q, BF16, T, H, Hkv, D, k_cache, v_cache, BF16, page_size, block_table, bt_stride, seq_lens,
                     scale, NULL, NULL, att, nthreads);
-    tk_linear(att, BF16, T, H * D, H * D, wo, dim, 0, h, BF16, dim, x, BF16, dim, nthreads);
+    tk_linear(att, BF16, T, H * D, H * D, wo, BF16, dim, 0, h, BF16, dim, x, BF16, dim, nthreads);
     tk_rms_norm(h, BF16, T, dim, ffn_norm_w, eps, xn, nthreads);
-    tk_linear(xn, BF16, T, dim, dim, w13, 2 * hidden, hidden, g, BF16, hidden, NULL, BF16, 0, nthreads);
-    tk_linear(g, BF16, T, hidden, hidden, w2, dim, 0, x, BF16, dim, h, BF16, dim, nthreads);
+    tk_linear(xn, BF16, T, dim, dim, w13, BF16, 2 * hidden, hidden, g, BF16, hidden, NULL, BF16, 0, nthreads);
+    tk_linear(g, BF16, T, hidden, hidden, w2, BF16, dim, 0, x, BF16, dim, h, BF16, dim, nthreads);
 }
 
 /* ------------------------------------------------------------------------------ memory read rate

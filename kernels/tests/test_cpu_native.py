@@ -25,44 +25,47 @@ if not cpu.available():
 
 
 def _fp64_linear(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    return x.double() @ w.to(torch.bfloat16).double().T
+    return x.double() @ w.double().T
 
 
 @pytest.mark.parametrize("M", [1, 3, 12, 13, 32, 100], ids=lambda m: f"M{m}")
 @pytest.mark.parametrize("N,K", [(96, 64), (100, 97), (576, 1536)], ids=lambda v: str(v))
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
-def test_linear_matches_float64_reference(M, N, K, dtype):
+@pytest.mark.parametrize("wdtype", [torch.bfloat16, torch.float32], ids=["w-bf16", "w-fp32"])
+def test_linear_matches_float64_reference(M, N, K, dtype, wdtype):
     g = torch.Generator().manual_seed(M * 1000 + N + K)
-    w = torch.randn(N, K, generator=g).to(torch.bfloat16)
+    w = torch.randn(N, K, generator=g).to(wdtype)
     x = torch.randn(M, K, generator=g).to(dtype)
-    y = cpu.linear(x, cpu.PackedWeight(w), out_dtype=torch.float32)
+    y = cpu.linear(x, cpu.PackedWeight(w, dtype=wdtype), out_dtype=torch.float32)
     ref = _fp64_linear(x, w)
     # float32 accumulation of K products: error ~ K * eps32 * sum|x w|
     bound = K * 2 ** -23 * (x.double().abs() @ w.double().abs().T)
     assert ((y.double() - ref).abs() <= bound + 1e-6).all()
 
 
-def test_linear_is_batch_invariant():
+@pytest.mark.parametrize("wdtype", [torch.bfloat16, torch.float32], ids=["w-bf16", "w-fp32"])
+def test_linear_is_batch_invariant(wdtype):
     g = torch.Generator().manual_seed(0)
-    w = cpu.PackedWeight(torch.randn(200, 576, generator=g).to(torch.bfloat16))
-    x = torch.randn(40, 576, generator=g).to(torch.bfloat16)
+    w = cpu.PackedWeight(torch.randn(200, 576, generator=g), dtype=wdtype)
+    x = torch.randn(40, 576, generator=g).to(wdtype)
     full = cpu.linear(x, w)
     for rows in ([0], [5], [0, 1], list(range(13)), list(range(7, 40))):
         part = cpu.linear(x[rows].contiguous(), w)
         assert torch.equal(part, full[rows]), rows
 
 
-def test_linear_fused_silu_mul_and_residual():
+@pytest.mark.parametrize("wdtype", [torch.bfloat16, torch.float32], ids=["w-bf16", "w-fp32"])
+def test_linear_fused_silu_mul_and_residual(wdtype):
     g = torch.Generator().manual_seed(1)
     H, K, M = 48, 64, 5
-    w = torch.randn(2 * H, K, generator=g).to(torch.bfloat16)
+    w = torch.randn(2 * H, K, generator=g).to(wdtype)
     x = torch.randn(M, K, generator=g).to(torch.bfloat16)
-    y = cpu.linear(x, cpu.PackedWeight(w, silu_half=True), out_dtype=torch.float32)
+    y = cpu.linear(x, cpu.PackedWeight(w, silu_half=True, dtype=wdtype), out_dtype=torch.float32)
     ref = _fp64_linear(x, w)
     expected = F.silu(ref[:, :H]) * ref[:, H:]
     torch.testing.assert_close(y.double(), expected, atol=1e-4, rtol=1e-4)
     residual = torch.randn(M, 2 * H, generator=g).to(torch.bfloat16)
-    y = cpu.linear(x, cpu.PackedWeight(w), residual=residual, out_dtype=torch.float32)
+    y = cpu.linear(x, cpu.PackedWeight(w, dtype=wdtype), residual=residual, out_dtype=torch.float32)
     torch.testing.assert_close(y.double(), ref + residual.double(), atol=1e-4, rtol=1e-4)
 
 
@@ -72,6 +75,8 @@ def test_linear_rejects_bad_shapes():
         cpu.linear(torch.randn(2, 63), w)
     with pytest.raises(ValueError, match="H a multiple of 16"):
         cpu.PackedWeight(torch.randn(40, 64), silu_half=True)
+    with pytest.raises(ValueError, match="bfloat16 or float32"):
+        cpu.PackedWeight(torch.randn(32, 64), dtype=torch.float16)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
@@ -215,6 +220,7 @@ def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
     q = torch.randn(len(lens), 9, 64, generator=g).to(torch.bfloat16)
     fast = (cpu.linear(x, cpu.PackedWeight(w), out_dtype=torch.float32),
             cpu.linear(x[:1], cpu.PackedWeight(w), out_dtype=torch.float32),  # (one row: the GEMV path)
+            cpu.linear(x, cpu.PackedWeight(w, dtype=torch.float32), out_dtype=torch.float32),
             cpu.linear(xg, cpu.PackedWeight(wg, silu_half=True), out_dtype=torch.float32),
             cpu.paged_decode(q, cache, 0, table, seq_lens, scale=0.125))
 
@@ -222,12 +228,14 @@ def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
     assert torch.equal(cpu.linear(x, cpu.PackedWeight(w), out_dtype=torch.float32), fast[0])
     assert torch.equal(cpu.linear(x[:1], cpu.PackedWeight(w), out_dtype=torch.float32), fast[1])
     assert torch.equal(fast[1], fast[0][:1])
-    assert torch.equal(cpu.linear(xg, cpu.PackedWeight(wg, silu_half=True), out_dtype=torch.float32), fast[2])
+    assert torch.equal(cpu.linear(x, cpu.PackedWeight(w, dtype=torch.float32), out_dtype=torch.float32), fast[2])
+    assert torch.equal(fast[2], fast[0])  # bf16 weights held in float32: the same products, the same chain
+    assert torch.equal(cpu.linear(xg, cpu.PackedWeight(wg, silu_half=True), out_dtype=torch.float32), fast[3])
     out = cpu.paged_decode(q, cache, 0, table, seq_lens, scale=0.125)
     ref = dense_decode(q.float(), cache, 0, table, seq_lens)
     torch_bf16 = dense_decode(q, cache, 0, table, seq_lens).float()
     assert (out.float() - ref).abs().max() <= 2 * (torch_bf16 - ref).abs().max() + 1e-6
-    assert (out.float() - fast[3].float()).abs().max() <= 2 * (torch_bf16 - ref).abs().max() + 1e-6
+    assert (out.float() - fast[4].float()).abs().max() <= 2 * (torch_bf16 - ref).abs().max() + 1e-6
 
     qkv = (torch.randn(6, 15, 64, generator=g) * 4).to(torch.bfloat16)
     angles = torch.rand(6, 64, generator=g) * 6
