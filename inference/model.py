@@ -272,9 +272,9 @@ def optimize_for_cpu(model: Transformer) -> Transformer:
     its own, and which one runs depends only on the step's kind and kernel settings, never on the
     batch. The head is a NativeLinear too (prefill and decode project their rows with the same code).
 
-    fp32: the same NativeLinears on float32 packed weights (oneDNN's fp32 kernels are several times
-    slower at decode's few rows on CPUs without AVX-512), and no decode_layer (it is bf16 only):
-    every step runs the per-op modules."""
+    fp32: the same NativeLinears on float32 packed weights (on a Zen 3, oneDNN's packed fp32 GEMM
+    made decode 2x slower at a few rows; prefill about even), and no decode_layer (it is bf16
+    only): every step runs the per-op modules."""
     c = model.config
     if model.head_weight.dtype == torch.float32:
         f32 = dict(dtype=torch.float32)
