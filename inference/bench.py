@@ -132,7 +132,7 @@ def run(args: argparse.Namespace, *, engine=None) -> dict[str, Any]:
     sizes = dict(max_cache_tokens=max(args.batches) * (per_seq + kernel.page_size) + kernel.page_size,
                  max_batch_size=max(args.batches), max_prefill_tokens=max(args.batches) * args.prompt_tokens)
     if engine is None:
-        engine = Engine(args.model, device=args.device, dtype=args.dtype or default_dtype(), **sizes)
+        engine = Engine(args.model, device=args.device, dtype=args.dtype or default_dtype(args.device), **sizes)
     else:
         engine = engine.fork(**sizes)
     dtype = engine.dtype_name
@@ -187,12 +187,13 @@ def weight_bandwidth_bound(engine) -> dict[str, float]:
 
     if engine.device.type != "cpu" or not cpu.available():
         return {}
+    from inference.model import NativeLinear
+
     model = engine.model
-    if model.native_layers:
-        tensors = [w.packed for layer in model.native_layers for w in (layer.wqkv, layer.wo, layer.w13, layer.w2)]
-        tensors.append(model.head.weight_packed.packed)
-    else:
-        tensors = [p.detach() for p in model.parameters()]
+    # Every projection's packed weight once (decode_layer and the per-op modules share them; the
+    # fp32 model has only the per-op ones), or the plain parameters where nothing is packed.
+    packed = {id(m.weight_packed): m.weight_packed.packed for m in model.modules() if isinstance(m, NativeLinear)}
+    tensors = list(packed.values()) or [p.detach() for p in model.parameters()]
     nbytes = sum(t.numel() * t.element_size() for t in tensors)
     seconds = cpu.stream_read_seconds(tensors)
     return {"weights_mb": round(nbytes / 1e6, 1), "weight_read_gb_per_s": round(nbytes / seconds / 1e9, 2),

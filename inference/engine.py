@@ -56,19 +56,21 @@ class EngineError(ValueError):
     """A request the engine cannot serve (the message says what was wrong)."""
 
 
-def default_dtype() -> str:
+def default_dtype(device: "str | torch.device" = "cpu") -> str:
     """bf16 where the CPU computes with bf16 weights at speed, else fp32: CPUs with native bf16
     dot products, and x86 CPUs with AVX2 + FMA or AVX-512 once kernels.cpu is built (its linear
     layer widens bf16 weights to float32 in registers: half the bytes of fp32 per decode step, and
     3x fp32's decode speed on a 2-core Zen 3). Without those, torch's bf16 matmuls are slower
-    than fp32 ones, so fp32."""
+    than fp32 ones, so fp32. On a GPU: bf16."""
+    if torch.device(device).type != "cpu":
+        return "bf16"
     try:
         flags = set(" ".join(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split())
     except OSError:
         return "fp32"
     if flags & {"avx512_bf16", "amx_bf16"}:
         return "bf16"
-    if ({"avx2", "fma"} <= flags or "avx512f" in flags) and kernels_cpu.available():
+    if kernels_cpu.simd_lanes() > 0:
         return "bf16"
     return "fp32"
 
@@ -207,7 +209,7 @@ class Engine:
                  num_threads: int | None = None):
         if num_threads:
             torch.set_num_threads(num_threads)
-        dtype = dtype or default_dtype()
+        dtype = dtype or default_dtype(device)
         if dtype not in DTYPES:
             raise EngineError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
         self.device = torch.device(device)

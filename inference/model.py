@@ -190,7 +190,7 @@ class Transformer(nn.Module):
 
 
 class NativeLinear(nn.Module):
-    """A bias-free bf16 linear layer computed by kernels.cpu.linear: weights packed once (or a
+    """A bias-free linear layer (bf16 or float32 weights) computed by kernels.cpu.linear: weights packed once (or a
     kernels.cpu.PackedWeight shared with decode_layer), float32 math in a fixed order per output
     element, so batch invariant at any row count."""
 
@@ -260,8 +260,11 @@ def pack_linears(model: Transformer) -> Transformer:
 
 
 def can_use_native(device: torch.device, dtype: torch.dtype) -> bool:
-    """kernels.cpu serves bf16 and fp32 models on the CPU whenever it could be built."""
-    return device.type == "cpu" and dtype in (torch.bfloat16, torch.float32) and kernels_cpu.available()
+    """kernels.cpu serves bf16 models on the CPU whenever it could be built, and fp32 models where
+    it has a vector path (its plain C loop is slower than oneDNN's fp32 GEMM)."""
+    if device.type != "cpu" or not kernels_cpu.available():
+        return False
+    return dtype == torch.bfloat16 or (dtype == torch.float32 and kernels_cpu.simd_lanes() > 0)
 
 
 def optimize_for_cpu(model: Transformer) -> Transformer:
@@ -275,7 +278,6 @@ def optimize_for_cpu(model: Transformer) -> Transformer:
     fp32: the same NativeLinears on float32 packed weights (on a Zen 3, oneDNN's packed fp32 GEMM
     made decode 2x slower at a few rows; prefill about even), and no decode_layer (it is bf16
     only): every step runs the per-op modules."""
-    c = model.config
     if model.head_weight.dtype == torch.float32:
         f32 = dict(dtype=torch.float32)
         for b in model.layers:
@@ -285,6 +287,7 @@ def optimize_for_cpu(model: Transformer) -> Transformer:
                                                kernels_cpu.PackedWeight(b.feed_forward.w2.weight, **f32))
         model.head = NativeLinear(kernels_cpu.PackedWeight(model.head_weight, **f32), out_dtype=torch.float32)
         return model
+    c = model.config
     model.native_layers = [
         kernels_cpu.LayerWeights(
             wqkv=b.attention.wqkv.weight, wo=b.attention.wo.weight, w13=b.feed_forward.w13.weight,

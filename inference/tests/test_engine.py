@@ -203,5 +203,6 @@ def test_default_dtype_follows_the_cpu(monkeypatch):
     vector = {"avx2", "fma"} <= flags or "avx512f" in flags
     expected = "bf16" if native_bf16 or (vector and engine_module.kernels_cpu.available()) else "fp32"
     assert engine_module.default_dtype() == expected
-    monkeypatch.setattr(engine_module.kernels_cpu, "available", lambda: False)
+    assert engine_module.default_dtype("cuda:0") == "bf16"
+    monkeypatch.setattr(engine_module.kernels_cpu, "simd_lanes", lambda: 0)
     assert engine_module.default_dtype() == ("bf16" if native_bf16 else "fp32")

@@ -88,13 +88,16 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
                                     P, I64, P, F, P, I]
     lib.tk_decode_layer.restype = None
     lib.tk_stream_read.argtypes, lib.tk_stream_read.restype = [P, I64, I], ctypes.c_double
+    lib.tk_simd_lanes.argtypes, lib.tk_simd_lanes.restype = [], I
     return lib
 
 
 def build_variant(cache_dir: Path, march: str) -> ctypes.CDLL:
     """The library compiled for another -march (tests run the portable C path with it)."""
     flags = [f"-march={march}" if f == "-march=native" else f for f in _FLAGS]
-    return _declare(ctypes.CDLL(str(_build(cache_dir, flags))))
+    lib = _declare(ctypes.CDLL(str(_build(cache_dir, flags))))
+    lib.march = march
+    return lib
 
 
 @functools.lru_cache(maxsize=1)
@@ -119,6 +122,12 @@ def _lib() -> ctypes.CDLL | None:
 
 def available() -> bool:
     return _lib() is not None
+
+
+def simd_lanes() -> int:
+    """float32 lanes of the build's vector paths: 16 (AVX-512), 8 (AVX2 + FMA), 0 (plain C or unavailable)."""
+    lib = _lib()
+    return int(lib.tk_simd_lanes()) if lib is not None else 0
 
 
 def unavailable_reason() -> str | None:

@@ -25,6 +25,17 @@
 
 enum { F32 = 0, BF16 = 1, FP8 = 2 };
 
+/* Lanes of the vector paths this build has: 16 (AVX-512), 8 (AVX2 + FMA), 0 (plain C only). */
+int tk_simd_lanes(void) {
+#if defined(__AVX512F__)
+    return 16;
+#elif defined(TK_AVX2)
+    return 8;
+#else
+    return 0;
+#endif
+}
+
 static inline float bf16_to_f32(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;
     float f;

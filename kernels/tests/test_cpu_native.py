@@ -203,6 +203,18 @@ def variant_lib(request, tmp_path_factory):
     return cpu.build_variant(tmp_path_factory.mktemp("kernels"), request.param)
 
 
+def test_simd_lanes_name_the_build_this_cpu_gets():
+    flags = set()
+    if Path("/proc/cpuinfo").exists():
+        flags = set(" ".join(l for l in Path("/proc/cpuinfo").read_text().splitlines() if l.startswith("flags")).split())
+    if "avx512f" in flags:
+        assert cpu.simd_lanes() == 16
+    elif {"avx2", "fma"} <= flags:
+        assert cpu.simd_lanes() == 8
+    elif flags:
+        assert cpu.simd_lanes() == 0
+
+
 def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
     """Every machine runs one of three builds of ops.c (AVX-512, AVX2 + FMA, plain C). Each
     variant against this machine's native build: the linear layer computes the same FMA chain per
@@ -225,6 +237,7 @@ def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
             cpu.paged_decode(q, cache, 0, table, seq_lens, scale=0.125))
 
     monkeypatch.setattr(cpu, "_lib", lambda: variant_lib)
+    assert cpu.simd_lanes() == {"x86-64-v2": 0, "x86-64-v3": 8}[variant_lib.march]
     assert torch.equal(cpu.linear(x, cpu.PackedWeight(w), out_dtype=torch.float32), fast[0])
     assert torch.equal(cpu.linear(x[:1], cpu.PackedWeight(w), out_dtype=torch.float32), fast[1])
     assert torch.equal(fast[1], fast[0][:1])
