@@ -64,11 +64,7 @@ def default_dtype(device: "str | torch.device" = "cpu") -> str:
     than fp32 ones, so fp32. On a GPU: bf16."""
     if torch.device(device).type != "cpu":
         return "bf16"
-    try:
-        flags = set(" ".join(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split())
-    except OSError:
-        return "fp32"
-    if flags & {"avx512_bf16", "amx_bf16"}:
+    if kernels_cpu.cpu_flags() & {"avx512_bf16", "amx_bf16"}:
         return "bf16"
     if kernels_cpu.simd_lanes() > 0:
         return "bf16"

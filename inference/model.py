@@ -190,9 +190,9 @@ class Transformer(nn.Module):
 
 
 class NativeLinear(nn.Module):
-    """A bias-free linear layer (bf16 or float32 weights) computed by kernels.cpu.linear: weights packed once (or a
-    kernels.cpu.PackedWeight shared with decode_layer), float32 math in a fixed order per output
-    element, so batch invariant at any row count."""
+    """A bias-free linear layer (bf16 or float32 weights) computed by kernels.cpu.linear: weights
+    packed once (or a kernels.cpu.PackedWeight shared with decode_layer), float32 math in a fixed
+    order per output element, so batch invariant at any row count."""
 
     def __init__(self, weight: "torch.Tensor | kernels_cpu.PackedWeight", *, out_dtype: torch.dtype | None = None):
         super().__init__()

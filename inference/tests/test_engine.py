@@ -192,13 +192,9 @@ def test_bad_input_raises_clear_errors(engine, monkeypatch):
 def test_default_dtype_follows_the_cpu(monkeypatch):
     """bf16 where the CPU has bf16 dot products, or AVX2 + FMA / AVX-512 with kernels.cpu built
     (bf16 weights widened in registers); fp32 where neither holds."""
-    from pathlib import Path
-
     from inference import engine as engine_module
 
-    flags = set()
-    if Path("/proc/cpuinfo").exists():
-        flags = set(" ".join(l for l in Path("/proc/cpuinfo").read_text().splitlines() if l.startswith("flags")).split())
+    flags = engine_module.kernels_cpu.cpu_flags()
     native_bf16 = bool(flags & {"avx512_bf16", "amx_bf16"})
     vector = {"avx2", "fma"} <= flags or "avx512f" in flags
     expected = "bf16" if native_bf16 or (vector and engine_module.kernels_cpu.available()) else "fp32"

@@ -51,6 +51,12 @@ def _cpu_id() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags from /proc/cpuinfo (empty where there is none)."""
+    line = _cpu_id()
+    return frozenset(line.split(":", 1)[1].split()) if line.startswith("flags") else frozenset()
+
+
 def _build(cache_dir: Path, flags: list[str] = _FLAGS) -> Path:
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if not compiler:
