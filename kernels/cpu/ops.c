@@ -615,39 +615,54 @@ static inline float hmax8(__m256 v) {
 }
 #endif
 
-/* softmax over sg[0..L) in place: max, exp in position order (16 lanes at a time, then the
+/* The softmax loops written once over the build's vector width (16 or 8 lanes). */
+#if defined(__AVX512F__)
+#define VW 16
+typedef __m512 vecf;
+#define VLOAD _mm512_loadu_ps
+#define VSTORE _mm512_storeu_ps
+#define VSET1 _mm512_set1_ps
+#define VMAX _mm512_max_ps
+#define VADD _mm512_add_ps
+#define VSUB _mm512_sub_ps
+#define VEXP exp512
+#define VHMAX _mm512_reduce_max_ps
+#define VHSUM _mm512_reduce_add_ps
+#elif defined(TK_AVX2)
+#define VW 8
+typedef __m256 vecf;
+#define VLOAD _mm256_loadu_ps
+#define VSTORE _mm256_storeu_ps
+#define VSET1 _mm256_set1_ps
+#define VMAX _mm256_max_ps
+#define VADD _mm256_add_ps
+#define VSUB _mm256_sub_ps
+#define VEXP exp256
+#define VHMAX hmax8
+#define VHSUM hsum8
+#endif
+
+/* softmax over sg[0..L) in place: max, exp in position order (VW lanes at a time, then the
    tail), sum, scale. One order for every caller. */
 static void softmax_inplace(float *sg, int64_t L) {
     float mx = -INFINITY, sum = 0.0f;
     int64_t t = 0;
-#if defined(__AVX512F__)
-    /* max in 16 lanes (exact in any order; a NaN score is skipped, as in the scalar loop) */
-    __m512 vm = _mm512_set1_ps(-INFINITY);
-    for (; t + 16 <= L; t += 16) vm = _mm512_max_ps(_mm512_loadu_ps(sg + t), vm);
-    mx = _mm512_reduce_max_ps(vm);
-#elif defined(TK_AVX2)
-    __m256 vm = _mm256_set1_ps(-INFINITY);
-    for (; t + 8 <= L; t += 8) vm = _mm256_max_ps(_mm256_loadu_ps(sg + t), vm);
-    mx = hmax8(vm);
+#if defined(VW)
+    /* max in lanes (exact in any order; a NaN score is skipped, as in the scalar loop) */
+    vecf vm = VSET1(-INFINITY);
+    for (; t + VW <= L; t += VW) vm = VMAX(VLOAD(sg + t), vm);
+    mx = VHMAX(vm);
 #endif
     for (; t < L; t++) mx = sg[t] > mx ? sg[t] : mx;
     t = 0;
-#if defined(__AVX512F__)
-    __m512 vsum = _mm512_setzero_ps(), vmx = _mm512_set1_ps(mx);
-    for (; t + 16 <= L; t += 16) {
-        __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(sg + t), vmx));
-        _mm512_storeu_ps(sg + t, e);
-        vsum = _mm512_add_ps(vsum, e);
+#if defined(VW)
+    vecf vsum = VSET1(0.0f), vmx = VSET1(mx);
+    for (; t + VW <= L; t += VW) {
+        vecf e = VEXP(VSUB(VLOAD(sg + t), vmx));
+        VSTORE(sg + t, e);
+        vsum = VADD(vsum, e);
     }
-    sum = _mm512_reduce_add_ps(vsum);
-#elif defined(TK_AVX2)
-    __m256 vsum = _mm256_setzero_ps(), vmx = _mm256_set1_ps(mx);
-    for (; t + 8 <= L; t += 8) {
-        __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(sg + t), vmx));
-        _mm256_storeu_ps(sg + t, e);
-        vsum = _mm256_add_ps(vsum, e);
-    }
-    sum = hsum8(vsum);
+    sum = VHSUM(vsum);
 #endif
     for (; t < L; t++) { sg[t] = expf(sg[t] - mx); sum += sg[t]; }
     float inv = 1.0f / sum;
