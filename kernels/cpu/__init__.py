@@ -95,6 +95,7 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.tk_decode_layer.restype = None
     lib.tk_stream_read.argtypes, lib.tk_stream_read.restype = [P, I64, I], ctypes.c_double
     lib.tk_simd_lanes.argtypes, lib.tk_simd_lanes.restype = [], I
+    lib.tk_bf16_dot.argtypes, lib.tk_bf16_dot.restype = [], I
     return lib
 
 
@@ -134,6 +135,13 @@ def simd_lanes() -> int:
     """float32 lanes of the build's vector paths: 16 (AVX-512), 8 (AVX2 + FMA), 0 (plain C or unavailable)."""
     lib = _lib()
     return int(lib.tk_simd_lanes()) if lib is not None else 0
+
+
+def bf16_dot() -> bool:
+    """Whether the build multiplies bf16 activations by bf16 weights with AVX512-BF16's vdpbf16ps
+    (twice the FMA rate; the same bits, see ops.c)."""
+    lib = _lib()
+    return bool(lib.tk_bf16_dot()) if lib is not None else False
 
 
 def unavailable_reason() -> str | None:

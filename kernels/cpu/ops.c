@@ -96,12 +96,19 @@ static void to_f32(const void *src, int dtype, int64_t n, float *dst) {
 
 /* ------------------------------------------------------------------------------ linear
  * y = x @ W^T for bf16 or float32 weights W (N, K), packed once into panels of 32 output
- * columns: packed[p][k][.] holds W[p*32 + j][k] for j = 0..31 (zero past N). For the fused
- * gate/up projection (silu_half = H > 0, N = 2H, H % 16 == 0), panel p holds gate rows p*16..
- * in columns 0..15 and the matching up rows H + p*16.. in columns 16..31, so the epilogue can
- * emit silu(gate) * up for 16 outputs without a second pass.
- * Math in float32: activations converted once, weights widened as loaded, one FMA per k in
- * order k = 0..K-1 for every output element, whatever the build or the weights' dtype.
+ * columns, K padded to an even Ke with zeros. For the fused gate/up projection (silu_half =
+ * H > 0, N = 2H, H % 16 == 0), panel p holds gate rows p*16.. in columns 0..15 and the matching
+ * up rows H + p*16.. in columns 16..31, so the epilogue can emit silu(gate) * up for 16 outputs
+ * without a second pass.
+ *
+ * Math in float32, one fixed chain per output element whatever the build, the batch or the
+ * weights' dtype: for each pair of inputs k = 2t, 2t + 1 in order t = 0, 1, ..,
+ *     acc = fma(x[2t+1], w[2t+1], acc); acc = fma(x[2t], w[2t], acc)
+ * (the odd element first), which is exactly what one AVX512-BF16 `vdpbf16ps` lane does for
+ * bf16 x and w: a bf16 x bf16 product is exact in float32, so its FMA rounds once, as the
+ * instruction's does. Where the CPU has it (Zen 4/5, Sapphire Rapids and later) bf16
+ * activations go through vdpbf16ps at twice the FMA rate, and the other builds compute the
+ * same bits with FMAs (up to subnormal inputs or partial sums, which vdpbf16ps flushes to 0).
  */
 #define NR 32
 #if defined(TK_AVX2)
@@ -109,11 +116,25 @@ static void to_f32(const void *src, int dtype, int64_t n, float *dst) {
 #else
 #define MR 12
 #endif
-#ifndef PANEL_PREFETCH_ROWS
-#define PANEL_PREFETCH_ROWS 64  /* rows ahead in a panel (4 KB in bf16): its first reader streams it from memory */
+#if defined(__AVX512BF16__)
+#define TK_BF16_DOT 1
+#endif
+#ifndef PANEL_PREFETCH_PAIRS
+#define PANEL_PREFETCH_PAIRS 32  /* pair rows ahead in a panel (4 KB in bf16): its first reader streams it from memory */
 #endif
 
-int64_t tk_linear_packed_numel(int64_t N, int64_t K) { return ((N + NR - 1) / NR) * NR * K; }
+/* Whether bf16 activations take the vdpbf16ps path (AVX512-BF16) in this build. */
+int tk_bf16_dot(void) {
+#if defined(TK_BF16_DOT)
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+static inline int64_t even_k(int64_t K) { return K + (K & 1); }
+
+int64_t tk_linear_packed_numel(int64_t N, int64_t K) { return ((N + NR - 1) / NR) * NR * even_k(K); }
 
 /* Ask for transparent huge pages on [p, p + n) before it is first written (the weights are
    streamed every step: 2 MB pages spare the TLB misses of 4 KB ones). Best effort. */
@@ -125,27 +146,28 @@ void tk_advise_huge(void *p, int64_t n) {
 #endif
 }
 
-/* Where column j sits within a panel row (one k, 32 columns). bf16: column j < 16 at element 2j
-   and column 16 + j at 2j + 1, so one 64-byte load widens to columns 0..15 (shift) and 16..31
-   (mask) in-lane. float32: column j at element j. */
-static inline int64_t panel_pos(int64_t j, int w_dtype) {
-    if (w_dtype == F32) return j;
-    return j < 16 ? 2 * j : 2 * (j - 16) + 1;
+/* Where W[col j of the panel][k] sits within a panel (Ke * 32 elements). A "pair row" (inputs
+   2t and 2t + 1, 64 elements) starts at 64t. bf16: column j's pair (w[2t], w[2t+1]) at 2j, 2j+1,
+   the vdpbf16ps operand layout; one 64-byte load widens to columns 0..15 at k = 2t (shift) and
+   2t + 1 (mask) in-lane. float32: row k = 2t then row 2t + 1, column j at element j. */
+static inline int64_t panel_pos(int64_t k, int64_t j, int w_dtype) {
+    if (w_dtype == F32) return k * NR + j;
+    return (k >> 1) * 2 * NR + 2 * j + (k & 1);
 }
 
 /* w (N, K) in w_dtype (BF16 or F32) -> out, tk_linear_packed_numel(N, K) elements of w_dtype. */
 void tk_linear_pack(const void *w, int w_dtype, int64_t N, int64_t K, int64_t silu_half, void *out) {
-    int64_t P = (N + NR - 1) / NR;
+    int64_t P = (N + NR - 1) / NR, Ke = even_k(K);
     for (int64_t p = 0; p < P; p++)
         for (int64_t j = 0; j < NR; j++) {
             int64_t n;
             if (silu_half > 0) n = j < 16 ? p * 16 + j : silu_half + p * 16 + (j - 16);
             else n = p * NR + j;
-            int64_t pos = panel_pos(j, w_dtype);
-            for (int64_t k = 0; k < K; k++) {
-                int64_t dst = (p * K + k) * NR + pos;
-                if (w_dtype == F32) ((float *)out)[dst] = n < N ? ((const float *)w)[n * K + k] : 0.0f;
-                else ((uint16_t *)out)[dst] = n < N ? ((const uint16_t *)w)[n * K + k] : 0;
+            for (int64_t k = 0; k < Ke; k++) {
+                int64_t dst = p * Ke * NR + panel_pos(k, j, w_dtype);
+                int live = n < N && k < K;
+                if (w_dtype == F32) ((float *)out)[dst] = live ? ((const float *)w)[n * K + k] : 0.0f;
+                else ((uint16_t *)out)[dst] = live ? ((const uint16_t *)w)[n * K + k] : 0;
             }
         }
 }
@@ -176,17 +198,18 @@ static void linear_epilogue(const float *acc, int mr, int64_t m0, int64_t p, int
     }
 }
 
-/* The panel row of step k starts at element k * NR; its bytes per row: */
-static inline const char *panel_row(const void *panel, int64_t k, int w_dtype) {
-    return (const char *)panel + k * NR * (w_dtype == F32 ? 4 : 2);
+/* Pair row t of a panel: 64 elements. */
+static inline const char *pair_row(const void *panel, int64_t t, int w_dtype) {
+    return (const char *)panel + t * 2 * NR * (w_dtype == F32 ? 4 : 2);
 }
 
-/* Prefetch the row PANEL_PREFETCH_ROWS ahead (both of its cache lines for float32). */
-#define PREFETCH_PANEL_ROW(panel, k, w_dtype)                                                          \
+/* Prefetch the pair row PANEL_PREFETCH_PAIRS ahead (its 2 cache lines in bf16, 4 in float32). */
+#define PREFETCH_PANEL_PAIR(panel, t, w_dtype)                                                         \
     do {                                                                                               \
-        const char *pf_ = panel_row(panel, (k) + PANEL_PREFETCH_ROWS, w_dtype);                        \
+        const char *pf_ = pair_row(panel, (t) + PANEL_PREFETCH_PAIRS, w_dtype);                        \
         _mm_prefetch(pf_, _MM_HINT_T0);                                                                \
-        if ((w_dtype) == F32) _mm_prefetch(pf_ + 64, _MM_HINT_T0);                                     \
+        _mm_prefetch(pf_ + 64, _MM_HINT_T0);                                                           \
+        if ((w_dtype) == F32) { _mm_prefetch(pf_ + 128, _MM_HINT_T0); _mm_prefetch(pf_ + 192, _MM_HINT_T0); } \
     } while (0)
 
 #if defined(__AVX512F__)
@@ -201,34 +224,35 @@ static inline void load_bf16x32_split(const uint16_t *p, __m512 *even, __m512 *o
     *odd = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32((int)0xFFFF0000u)));
 }
 
-/* One panel row as columns 0..15 and 16..31 in float32. */
-static inline __attribute__((always_inline)) void load_panel_row(const void *panel, int64_t k, int w_dtype,
-                                                                 __m512 *lo, __m512 *hi) {
-    const char *b = panel_row(panel, k, w_dtype);
+/* Pair row t of a panel in float32: columns 0..15 (c0) and 16..31 (c1) at k = 2t (e) and 2t+1 (o). */
+static inline __attribute__((always_inline)) void load_panel_pair(const void *panel, int64_t t, int w_dtype,
+                                                                  __m512 *e0, __m512 *e1, __m512 *o0, __m512 *o1) {
+    const char *b = pair_row(panel, t, w_dtype);
     if (w_dtype == F32) {
-        *lo = _mm512_loadu_ps((const float *)b);
-        *hi = _mm512_loadu_ps((const float *)b + 16);
+        *e0 = _mm512_loadu_ps((const float *)b);
+        *e1 = _mm512_loadu_ps((const float *)b + 16);
+        *o0 = _mm512_loadu_ps((const float *)b + 32);
+        *o1 = _mm512_loadu_ps((const float *)b + 48);
     } else {
-        load_bf16x32_split((const uint16_t *)b, lo, hi);
+        load_bf16x32_split((const uint16_t *)b, e0, o0);
+        load_bf16x32_split((const uint16_t *)b + 32, e1, o1);
     }
 }
 
 /* MR_ rows x 32 columns, MR_ and w_dtype compile-time constants so the accumulators live in
-   registers and the weight load is the dtype's own. */
-static inline __attribute__((always_inline)) void tile_fixed(const float *x, int64_t K, const void *panel,
+   registers and the weight load is the dtype's own. x: MR_ rows of Ke floats. */
+static inline __attribute__((always_inline)) void tile_fixed(const float *x, int64_t Ke, const void *panel,
                                                              int w_dtype, float *acc, const int MR_) {
     __m512 a0[MR], a1[MR];
     for (int i = 0; i < MR_; i++) { a0[i] = _mm512_setzero_ps(); a1[i] = _mm512_setzero_ps(); }
-    const int64_t row_bytes = NR * (w_dtype == F32 ? 4 : 2);
-    const char *b = (const char *)panel;
-    for (int64_t k = 0; k < K; k++, b += row_bytes) {
-        PREFETCH_PANEL_ROW(b, 0, w_dtype);
-        __m512 b0, b1;
-        load_panel_row(b, 0, w_dtype, &b0, &b1);
+    for (int64_t t = 0; t < Ke / 2; t++) {
+        PREFETCH_PANEL_PAIR(panel, t, w_dtype);
+        __m512 e0, e1, o0, o1;
+        load_panel_pair(panel, t, w_dtype, &e0, &e1, &o0, &o1);
         for (int i = 0; i < MR_; i++) {
-            __m512 a = _mm512_set1_ps(x[i * K + k]);
-            a0[i] = _mm512_fmadd_ps(a, b0, a0[i]);
-            a1[i] = _mm512_fmadd_ps(a, b1, a1[i]);
+            __m512 xo = _mm512_set1_ps(x[i * Ke + 2 * t + 1]), xe = _mm512_set1_ps(x[i * Ke + 2 * t]);
+            a0[i] = _mm512_fmadd_ps(xe, e0, _mm512_fmadd_ps(xo, o0, a0[i]));
+            a1[i] = _mm512_fmadd_ps(xe, e1, _mm512_fmadd_ps(xo, o1, a1[i]));
         }
     }
     for (int i = 0; i < MR_; i++) {
@@ -237,23 +261,23 @@ static inline __attribute__((always_inline)) void tile_fixed(const float *x, int
     }
 }
 #define TILE_CASE(n) case n: \
-    if (w_dtype == F32) tile_fixed(x, K, panel, F32, acc, n); else tile_fixed(x, K, panel, BF16, acc, n); break;
+    if (w_dtype == F32) tile_fixed(x, Ke, panel, F32, acc, n); else tile_fixed(x, Ke, panel, BF16, acc, n); break;
 
-/* One row against two panels at once: four independent FMA chains instead of two, for the
-   bandwidth-bound M = 1 case. Each output's summation order is the same as tile_fixed's. */
-static inline __attribute__((always_inline)) void tile_row_two_panels_t(const float *x, int64_t K, const void *p0,
+/* One row against two panels at once: four accumulators instead of two, for the
+   bandwidth-bound M = 1 case. Each output's chain is the same as tile_fixed's. */
+static inline __attribute__((always_inline)) void tile_row_two_panels_t(const float *x, int64_t Ke, const void *p0,
                                                                         const void *p1, int w_dtype, float *acc) {
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int64_t k = 0; k < K; k++) {
-        PREFETCH_PANEL_ROW(p0, k, w_dtype);
-        PREFETCH_PANEL_ROW(p1, k, w_dtype);
-        __m512 a = _mm512_set1_ps(x[k]), b0, b1, b2, b3;
-        load_panel_row(p0, k, w_dtype, &b0, &b1);
-        load_panel_row(p1, k, w_dtype, &b2, &b3);
-        a0 = _mm512_fmadd_ps(a, b0, a0);
-        a1 = _mm512_fmadd_ps(a, b1, a1);
-        a2 = _mm512_fmadd_ps(a, b2, a2);
-        a3 = _mm512_fmadd_ps(a, b3, a3);
+    for (int64_t t = 0; t < Ke / 2; t++) {
+        PREFETCH_PANEL_PAIR(p0, t, w_dtype);
+        PREFETCH_PANEL_PAIR(p1, t, w_dtype);
+        __m512 xo = _mm512_set1_ps(x[2 * t + 1]), xe = _mm512_set1_ps(x[2 * t]), e0, e1, o0, o1, e2, e3, o2, o3;
+        load_panel_pair(p0, t, w_dtype, &e0, &e1, &o0, &o1);
+        load_panel_pair(p1, t, w_dtype, &e2, &e3, &o2, &o3);
+        a0 = _mm512_fmadd_ps(xe, e0, _mm512_fmadd_ps(xo, o0, a0));
+        a1 = _mm512_fmadd_ps(xe, e1, _mm512_fmadd_ps(xo, o1, a1));
+        a2 = _mm512_fmadd_ps(xe, e2, _mm512_fmadd_ps(xo, o2, a2));
+        a3 = _mm512_fmadd_ps(xe, e3, _mm512_fmadd_ps(xo, o3, a3));
     }
     _mm512_storeu_ps(acc, a0);
     _mm512_storeu_ps(acc + 16, a1);
@@ -268,76 +292,75 @@ static inline void load_bf16x16_split(const uint16_t *p, __m256 *even, __m256 *o
     *odd = _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32((int)0xFFFF0000u)));
 }
 
-/* Half h of a panel row in float32: columns 8h..8h+7 (lo) and 16+8h..16+8h+7 (hi). */
-static inline __attribute__((always_inline)) void load_panel_half(const void *panel, int64_t k, int h, int w_dtype,
-                                                                  __m256 *lo, __m256 *hi) {
-    const char *b = panel_row(panel, k, w_dtype);
+/* Eight columns c..c+7 of pair row t in float32, at k = 2t (e) and 2t + 1 (o). */
+static inline __attribute__((always_inline)) void load_panel_cols8(const void *panel, int64_t t, int c, int w_dtype,
+                                                                   __m256 *e, __m256 *o) {
+    const char *b = pair_row(panel, t, w_dtype);
     if (w_dtype == F32) {
-        *lo = _mm256_loadu_ps((const float *)b + 8 * h);
-        *hi = _mm256_loadu_ps((const float *)b + 16 + 8 * h);
+        *e = _mm256_loadu_ps((const float *)b + c);
+        *o = _mm256_loadu_ps((const float *)b + NR + c);
     } else {
-        load_bf16x16_split((const uint16_t *)b + 16 * h, lo, hi);
+        load_bf16x16_split((const uint16_t *)b + 2 * c, e, o);
     }
 }
 
-/* MR_ rows x one half panel (16 columns): the same k-ordered FMA chain per output as the other
-   builds, with 2 * MR_ accumulators in registers. */
-static inline __attribute__((always_inline)) void tile_half_fixed(const float *x, int64_t K, const void *panel,
+/* MR_ rows x one half panel (columns 8h..8h+7 and 16+8h..16+8h+7): the same chain per output
+   as the other builds, with 2 * MR_ accumulators in registers. */
+static inline __attribute__((always_inline)) void tile_half_fixed(const float *x, int64_t Ke, const void *panel,
                                                                   int half, int w_dtype, float *acc, const int MR_) {
-    __m256 ae[MR], ao[MR];
-    for (int i = 0; i < MR_; i++) { ae[i] = _mm256_setzero_ps(); ao[i] = _mm256_setzero_ps(); }
-    const int64_t row_bytes = NR * (w_dtype == F32 ? 4 : 2);
-    const char *b = (const char *)panel;
-    for (int64_t k = 0; k < K; k++, b += row_bytes) {
-        if (!half) PREFETCH_PANEL_ROW(b, 0, w_dtype);
-        __m256 be, bo;
-        load_panel_half(b, 0, half, w_dtype, &be, &bo);
+    __m256 al[MR], ah[MR];
+    for (int i = 0; i < MR_; i++) { al[i] = _mm256_setzero_ps(); ah[i] = _mm256_setzero_ps(); }
+    for (int64_t t = 0; t < Ke / 2; t++) {
+        if (!half) PREFETCH_PANEL_PAIR(panel, t, w_dtype);
+        __m256 le, lo, he, ho;
+        load_panel_cols8(panel, t, 8 * half, w_dtype, &le, &lo);
+        load_panel_cols8(panel, t, 16 + 8 * half, w_dtype, &he, &ho);
         for (int i = 0; i < MR_; i++) {
-            __m256 a = _mm256_broadcast_ss(x + i * K + k);
-            ae[i] = _mm256_fmadd_ps(a, be, ae[i]);
-            ao[i] = _mm256_fmadd_ps(a, bo, ao[i]);
+            __m256 xo = _mm256_broadcast_ss(x + i * Ke + 2 * t + 1);
+            al[i] = _mm256_fmadd_ps(xo, lo, al[i]);
+            ah[i] = _mm256_fmadd_ps(xo, ho, ah[i]);
+        }
+        for (int i = 0; i < MR_; i++) {
+            __m256 xe = _mm256_broadcast_ss(x + i * Ke + 2 * t);
+            al[i] = _mm256_fmadd_ps(xe, le, al[i]);
+            ah[i] = _mm256_fmadd_ps(xe, he, ah[i]);
         }
     }
     for (int i = 0; i < MR_; i++) {
-        _mm256_storeu_ps(acc + i * NR + half * 8, ae[i]);
-        _mm256_storeu_ps(acc + i * NR + 16 + half * 8, ao[i]);
+        _mm256_storeu_ps(acc + i * NR + half * 8, al[i]);
+        _mm256_storeu_ps(acc + i * NR + 16 + half * 8, ah[i]);
     }
 }
-#define TILE_HALVES(n, dt) tile_half_fixed(x, K, panel, 0, dt, acc, n); tile_half_fixed(x, K, panel, 1, dt, acc, n);
+#define TILE_HALVES(n, dt) tile_half_fixed(x, Ke, panel, 0, dt, acc, n); tile_half_fixed(x, Ke, panel, 1, dt, acc, n);
 #define TILE_CASE(n) case n: if (w_dtype == F32) { TILE_HALVES(n, F32) } else { TILE_HALVES(n, BF16) } break;
 
-/* One row against two panels: eight independent FMA chains for the bandwidth-bound M = 1 case. */
-static inline __attribute__((always_inline)) void tile_row_two_panels_t(const float *x, int64_t K, const void *p0,
+/* One row against two panels: eight accumulators for the bandwidth-bound M = 1 case. */
+static inline __attribute__((always_inline)) void tile_row_two_panels_t(const float *x, int64_t Ke, const void *p0,
                                                                         const void *p1, int w_dtype, float *acc) {
     __m256 a[8];
     for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_ps();
-    for (int64_t k = 0; k < K; k++) {
-        PREFETCH_PANEL_ROW(p0, k, w_dtype);
-        PREFETCH_PANEL_ROW(p1, k, w_dtype);
-        __m256 xk = _mm256_broadcast_ss(x + k);
-        for (int h = 0; h < 4; h++) {  /* h: panel h / 2, half h % 2 */
+    for (int64_t t = 0; t < Ke / 2; t++) {
+        PREFETCH_PANEL_PAIR(p0, t, w_dtype);
+        PREFETCH_PANEL_PAIR(p1, t, w_dtype);
+        __m256 xo = _mm256_broadcast_ss(x + 2 * t + 1), xe = _mm256_broadcast_ss(x + 2 * t);
+        for (int c = 0; c < 8; c++) {  /* c: panel c / 4, columns 8 * (c % 4).. */
             __m256 e, o;
-            load_panel_half(h < 2 ? p0 : p1, k, h & 1, w_dtype, &e, &o);
-            a[2 * h] = _mm256_fmadd_ps(xk, e, a[2 * h]);
-            a[2 * h + 1] = _mm256_fmadd_ps(xk, o, a[2 * h + 1]);
+            load_panel_cols8(c < 4 ? p0 : p1, t, 8 * (c & 3), w_dtype, &e, &o);
+            a[c] = _mm256_fmadd_ps(xe, e, _mm256_fmadd_ps(xo, o, a[c]));
         }
     }
-    for (int h = 0; h < 4; h++) {
-        float *dst = acc + (h / 2) * NR + (h & 1) * 8;
-        _mm256_storeu_ps(dst, a[2 * h]);
-        _mm256_storeu_ps(dst + 16, a[2 * h + 1]);
-    }
+    for (int c = 0; c < 8; c++) _mm256_storeu_ps(acc + (c / 4) * NR + 8 * (c & 3), a[c]);
 }
 #endif
 
 #if defined(__AVX512F__) || defined(TK_AVX2)
-static void tile_row_two_panels(const float *x, int64_t K, const void *p0, const void *p1, int w_dtype, float *acc) {
-    if (w_dtype == F32) tile_row_two_panels_t(x, K, p0, p1, F32, acc);
-    else tile_row_two_panels_t(x, K, p0, p1, BF16, acc);
+static void tile_row_two_panels(const float *x, int64_t Ke, const void *p0, const void *p1, int w_dtype, float *acc) {
+    if (w_dtype == F32) tile_row_two_panels_t(x, Ke, p0, p1, F32, acc);
+    else tile_row_two_panels_t(x, Ke, p0, p1, BF16, acc);
 }
 #endif
 
-static void linear_tile(const float *x, int64_t K, int mr, const void *panel, int w_dtype, float *acc) {
+static void linear_tile(const float *x, int64_t Ke, int mr, const void *panel, int w_dtype, float *acc) {
 #if defined(__AVX512F__)
     switch (mr) {
         TILE_CASE(1) TILE_CASE(2) TILE_CASE(3) TILE_CASE(4) TILE_CASE(5) TILE_CASE(6)
@@ -347,29 +370,106 @@ static void linear_tile(const float *x, int64_t K, int mr, const void *panel, in
     switch (mr) { TILE_CASE(1) TILE_CASE(2) TILE_CASE(3) TILE_CASE(4) TILE_CASE(5) }
 #else
     for (int i = 0; i < mr * NR; i++) acc[i] = 0.0f;
-    for (int64_t k = 0; k < K; k++) {
-        float bw[NR];
-        for (int j = 0; j < NR; j++) bw[j] = load_elem(panel, w_dtype, k * NR + panel_pos(j, w_dtype));
+    for (int64_t k = 0; k < Ke; k += 2) {
+        float we[NR], wo[NR];
+        for (int j = 0; j < NR; j++) {
+            we[j] = load_elem(panel, w_dtype, panel_pos(k, j, w_dtype));
+            wo[j] = load_elem(panel, w_dtype, panel_pos(k + 1, j, w_dtype));
+        }
         for (int i = 0; i < mr; i++) {
-            float a = x[i * K + k];
-            for (int j = 0; j < NR; j++) acc[i * NR + j] = fmaf(a, bw[j], acc[i * NR + j]);
+            float xe = x[i * Ke + k], xo = x[i * Ke + k + 1];
+            for (int j = 0; j < NR; j++) acc[i * NR + j] = fmaf(xe, we[j], fmaf(xo, wo[j], acc[i * NR + j]));
         }
     }
 #endif
 }
 
+#if defined(TK_BF16_DOT)
+/* The same chains with vdpbf16ps: x holds mr rows of Ke bf16, each pair (x[2t], x[2t+1]) one
+   32-bit broadcast against the panel's pair row t (columns 0..15, then 16..31). */
+static inline __attribute__((always_inline)) void tile_dot_fixed(const uint16_t *x, int64_t Ke, const void *panel,
+                                                                 float *acc, const int MR_) {
+    __m512 a0[MR], a1[MR];
+    for (int i = 0; i < MR_; i++) { a0[i] = _mm512_setzero_ps(); a1[i] = _mm512_setzero_ps(); }
+    for (int64_t t = 0; t < Ke / 2; t++) {
+        PREFETCH_PANEL_PAIR(panel, t, BF16);
+        const char *b = pair_row(panel, t, BF16);
+        __m512bh w0 = (__m512bh)_mm512_loadu_si512((const void *)b);
+        __m512bh w1 = (__m512bh)_mm512_loadu_si512((const void *)(b + 64));
+        for (int i = 0; i < MR_; i++) {
+            int32_t pair;
+            memcpy(&pair, x + i * Ke + 2 * t, 4);
+            __m512bh xv = (__m512bh)_mm512_set1_epi32(pair);
+            a0[i] = _mm512_dpbf16_ps(a0[i], xv, w0);
+            a1[i] = _mm512_dpbf16_ps(a1[i], xv, w1);
+        }
+    }
+    for (int i = 0; i < MR_; i++) {
+        _mm512_storeu_ps(acc + i * NR, a0[i]);
+        _mm512_storeu_ps(acc + i * NR + 16, a1[i]);
+    }
+}
+#define DOT_CASE(n) case n: tile_dot_fixed(x, Ke, panel, acc, n); break;
+
+static void linear_tile_dot(const uint16_t *x, int64_t Ke, int mr, const void *panel, float *acc) {
+    switch (mr) {
+        DOT_CASE(1) DOT_CASE(2) DOT_CASE(3) DOT_CASE(4) DOT_CASE(5) DOT_CASE(6)
+        DOT_CASE(7) DOT_CASE(8) DOT_CASE(9) DOT_CASE(10) DOT_CASE(11) DOT_CASE(12)
+    }
+}
+
+static void tile_row_two_panels_dot(const uint16_t *x, int64_t Ke, const void *p0, const void *p1, float *acc) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t t = 0; t < Ke / 2; t++) {
+        PREFETCH_PANEL_PAIR(p0, t, BF16);
+        PREFETCH_PANEL_PAIR(p1, t, BF16);
+        int32_t pair;
+        memcpy(&pair, x + 2 * t, 4);
+        __m512bh xv = (__m512bh)_mm512_set1_epi32(pair);
+        const char *b0 = pair_row(p0, t, BF16), *b1 = pair_row(p1, t, BF16);
+        a0 = _mm512_dpbf16_ps(a0, xv, (__m512bh)_mm512_loadu_si512((const void *)b0));
+        a1 = _mm512_dpbf16_ps(a1, xv, (__m512bh)_mm512_loadu_si512((const void *)(b0 + 64)));
+        a2 = _mm512_dpbf16_ps(a2, xv, (__m512bh)_mm512_loadu_si512((const void *)b1));
+        a3 = _mm512_dpbf16_ps(a3, xv, (__m512bh)_mm512_loadu_si512((const void *)(b1 + 64)));
+    }
+    _mm512_storeu_ps(acc, a0);
+    _mm512_storeu_ps(acc + 16, a1);
+    _mm512_storeu_ps(acc + NR, a2);
+    _mm512_storeu_ps(acc + NR + 16, a3);
+}
+#endif
+
 void tk_linear(const void *x, int x_dtype, int64_t M, int64_t K, int64_t ldx, const void *packed, int w_dtype,
                int64_t N, int64_t silu_half, void *y, int y_dtype, int64_t ldy, const void *resid, int r_dtype,
                int64_t ldr, int nthreads) {
     if (M <= 0) return;
-    float *xf = thread_buffer(M * K);
-    for (int64_t m = 0; m < M; m++) {
-        if (x_dtype == BF16) to_f32((const uint16_t *)x + m * ldx, BF16, K, xf + m * K);
-        else memcpy(xf + m * K, (const float *)x + m * ldx, (size_t)K * 4);
+    const int64_t Ke = even_k(K);
+    /* Activations once into rows of Ke (a zero pads an odd K): bf16 as they are for the
+       vdpbf16ps path, float32 otherwise. */
+    int dot = 0;
+    float *xf = NULL;
+    uint16_t *xb = NULL;
+#if defined(TK_BF16_DOT)
+    dot = x_dtype == BF16 && w_dtype == BF16;
+#endif
+    if (dot) {
+        xb = (uint16_t *)thread_buffer((M * Ke + 1) / 2);
+        for (int64_t m = 0; m < M; m++) {
+            memcpy(xb + m * Ke, (const uint16_t *)x + m * ldx, (size_t)K * 2);
+            if (Ke > K) xb[m * Ke + K] = 0;
+        }
+    } else {
+        xf = thread_buffer(M * Ke);
+        for (int64_t m = 0; m < M; m++) {
+            if (x_dtype == BF16) to_f32((const uint16_t *)x + m * ldx, BF16, K, xf + m * Ke);
+            else memcpy(xf + m * Ke, (const float *)x + m * ldx, (size_t)K * 4);
+            if (Ke > K) xf[m * Ke + K] = 0.0f;
+        }
     }
+    (void)xb;
     /* Blocks of MB rows x one panel: a block's activations stay in L2 while the panels stream
        past (prefill), and a decode step (M <= MB) reads each panel once. */
-    const int64_t MB = 8 * MR, panel_bytes = K * NR * (w_dtype == F32 ? 4 : 2);
+    const int64_t MB = 8 * MR, panel_bytes = Ke * NR * (w_dtype == F32 ? 4 : 2);
     const char *packed_bytes = (const char *)packed;
     int64_t P = (N + NR - 1) / NR, nblocks = (M + MB - 1) / MB;
     int silu_mode = silu_half > 0;
@@ -378,13 +478,21 @@ void tk_linear(const void *x, int x_dtype, int64_t M, int64_t K, int64_t ldx, co
 #pragma omp parallel for schedule(static) num_threads(nthreads)
         for (int64_t p = 0; p < P; p += 2) {
             float acc[2 * NR] __attribute__((aligned(64)));
+            const char *p0 = packed_bytes + p * panel_bytes;
             if (p + 1 < P) {
-                tile_row_two_panels(xf, K, packed_bytes + p * panel_bytes, packed_bytes + (p + 1) * panel_bytes,
-                                    w_dtype, acc);
+#if defined(TK_BF16_DOT)
+                if (dot) tile_row_two_panels_dot(xb, Ke, p0, p0 + panel_bytes, acc);
+                else
+#endif
+                    tile_row_two_panels(xf, Ke, p0, p0 + panel_bytes, w_dtype, acc);
                 linear_epilogue(acc, 1, 0, p, N, silu_mode, y, y_dtype, ldy, resid, r_dtype, ldr);
                 linear_epilogue(acc + NR, 1, 0, p + 1, N, silu_mode, y, y_dtype, ldy, resid, r_dtype, ldr);
             } else {
-                linear_tile(xf, K, 1, packed_bytes + p * panel_bytes, w_dtype, acc);
+#if defined(TK_BF16_DOT)
+                if (dot) linear_tile_dot(xb, Ke, 1, p0, acc);
+                else
+#endif
+                    linear_tile(xf, Ke, 1, p0, w_dtype, acc);
                 linear_epilogue(acc, 1, 0, p, N, silu_mode, y, y_dtype, ldy, resid, r_dtype, ldr);
             }
         }
@@ -399,7 +507,11 @@ void tk_linear(const void *x, int x_dtype, int64_t M, int64_t K, int64_t ldx, co
             int64_t m_end = (b + 1) * MB < M ? (b + 1) * MB : M;
             for (int64_t m = b * MB; m < m_end; m += MR) {
                 int mr = (m_end - m) < MR ? (int)(m_end - m) : MR;
-                linear_tile(xf + m * K, K, mr, panel, w_dtype, acc);
+#if defined(TK_BF16_DOT)
+                if (dot) linear_tile_dot(xb + m * Ke, Ke, mr, panel, acc);
+                else
+#endif
+                    linear_tile(xf + m * Ke, Ke, mr, panel, w_dtype, acc);
                 linear_epilogue(acc, mr, m, p, N, silu_mode, y, y_dtype, ldy, resid, r_dtype, ldr);
             }
         }
@@ -717,6 +829,25 @@ static inline float dot(const float *a, const float *b, int64_t D) {
     return s;
 }
 
+#define KF_HEADS 4  /* KV heads widened together, in address order (16 KB of float32 keys) */
+#ifndef PREFETCH_PAGES_AHEAD
+#define PREFETCH_PAGES_AHEAD 2
+#endif
+
+/* Prefetch row `row` of KV head kh (D elements of elem_bytes) in the page PREFETCH_PAGES_AHEAD
+   after the one at position t0, if the sequence has it. A sequence's pages lie anywhere in the
+   pool, so the hardware prefetcher, which follows address streams, stalls at every page
+   boundary; one row ahead per row read keeps the next pages arriving while this one is
+   computed (measured at batch 32, 576 positions, 30 layers: 31 -> 15 ms per step on scattered
+   pages, 19 -> 11 ms on contiguous ones; prefetching a whole page at once did not help). */
+static inline void prefetch_ahead(const void *cache, int64_t elem_bytes, const int32_t *pages, int64_t t0,
+                                  int64_t L, int64_t page_size, int64_t row, int64_t Hkv, int64_t kh, int64_t D) {
+    int64_t p = t0 / page_size + PREFETCH_PAGES_AHEAD;
+    if (p * page_size >= L) return;
+    const char *a = (const char *)cache + (((int64_t)pages[p] * page_size + row) * Hkv + kh) * D * elem_bytes;
+    for (int64_t b = 0; b < D * elem_bytes; b += 64) __builtin_prefetch(a + b, 0, 3);
+}
+
 #if defined(__AVX512F__)
 /* The horizontal sums of 16 vectors at once: r[t] = sum of v[t]'s lanes, added pairwise as
    lanes (i, i+8), then (i, i+4), (i, i+2), (i, i+1), the same tree for every t. */
@@ -764,31 +895,35 @@ static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const 
     const int64_t R = nh * G;
     float *qs = acc;  /* queries in the keys' split order */
     for (int64_t r = 0; r < R; r++) split64((float *)qf + r * 64, qs + r * 64, 1);  /* (reads qf only) */
-    float kf[16][64] __attribute__((aligned(64)));
+    float kf[KF_HEADS][16][64] __attribute__((aligned(64)));
     for (int64_t t0 = 0; t0 < L; t0 += page_size) {
         int64_t base = (int64_t)pages[t0 / page_size] * page_size;
-        for (int64_t o = 0; o < page_size && t0 + o < L; o += 16) {
-            int64_t n = L - (t0 + o) < 16 ? L - (t0 + o) : 16;
+        for (int64_t o = 0; o < page_size && t0 + o < L; o += 16)
+          for (int64_t j0 = 0; j0 < nh; j0 += KF_HEADS) {
+            int64_t n = L - (t0 + o) < 16 ? L - (t0 + o) : 16, nj = nh - j0 < KF_HEADS ? nh - j0 : KF_HEADS;
             __mmask16 keep = (__mmask16)((1u << n) - 1u);
-            for (int64_t j = 0; j < nh; j++) {
-                for (int t = 0; t < 16; t++) {
-                    const uint16_t *kr = k_cache + ((base + o + t) * Hkv + kh0 + j) * 64;
+            for (int t = 0; t < 16; t++)  /* in address order: a position's heads are adjacent */
+                for (int64_t jj = 0; jj < nj; jj++) {
+                    const uint16_t *kr = k_cache + ((base + o + t) * Hkv + kh0 + j0 + jj) * 64;
+                    prefetch_ahead(k_cache, 2, pages, t0, L, page_size, o + t, Hkv, kh0 + j0 + jj, 64);
                     __m512 e0, o0, e1, o1;
                     load_bf16x32_split(kr, &e0, &o0);
                     load_bf16x32_split(kr + 32, &e1, &o1);
-                    _mm512_store_ps(kf[t], e0); _mm512_store_ps(kf[t] + 16, o0);
-                    _mm512_store_ps(kf[t] + 32, e1); _mm512_store_ps(kf[t] + 48, o1);
+                    _mm512_store_ps(kf[jj][t], e0); _mm512_store_ps(kf[jj][t] + 16, o0);
+                    _mm512_store_ps(kf[jj][t] + 32, e1); _mm512_store_ps(kf[jj][t] + 48, o1);
                 }
+            for (int64_t jj = 0; jj < nj; jj++) {
+                int64_t j = j0 + jj;
                 for (int64_t g = 0; g < G; g++) {
                     const float *qr = qs + (j * G + g) * 64;
                     __m512 q0 = _mm512_loadu_ps(qr), q1 = _mm512_loadu_ps(qr + 16);
                     __m512 q2 = _mm512_loadu_ps(qr + 32), q3 = _mm512_loadu_ps(qr + 48);
                     __m512 a[16];
                     for (int t = 0; t < 16; t++) {
-                        __m512 x = _mm512_mul_ps(q0, _mm512_load_ps(kf[t]));
-                        x = _mm512_fmadd_ps(q1, _mm512_load_ps(kf[t] + 16), x);
-                        x = _mm512_fmadd_ps(q2, _mm512_load_ps(kf[t] + 32), x);
-                        a[t] = _mm512_fmadd_ps(q3, _mm512_load_ps(kf[t] + 48), x);
+                        __m512 x = _mm512_mul_ps(q0, _mm512_load_ps(kf[jj][t]));
+                        x = _mm512_fmadd_ps(q1, _mm512_load_ps(kf[jj][t] + 16), x);
+                        x = _mm512_fmadd_ps(q2, _mm512_load_ps(kf[jj][t] + 32), x);
+                        a[t] = _mm512_fmadd_ps(q3, _mm512_load_ps(kf[jj][t] + 48), x);
                     }
                     _mm512_mask_storeu_ps(s + (j * G + g) * L + t0 + o, keep, hsum16x16(a));
                 }
@@ -805,6 +940,7 @@ static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const 
                 for (int c = 0; c < 4; c++) va[g][c] = _mm512_loadu_ps(acc + (j * G + g) * 64 + c * 16);
             for (int64_t t = t0; t < end; t++) {
                 const uint16_t *vr = v_cache + ((base + t - t0) * Hkv + kh0 + j) * 64;
+                prefetch_ahead(v_cache, 2, pages, t0, L, page_size, t - t0, Hkv, kh0 + j, 64);
                 __m512 v0, v1, v2, v3;
                 load_bf16x32_split(vr, &v0, &v1);
                 load_bf16x32_split(vr + 32, &v2, &v3);
@@ -860,6 +996,7 @@ static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const 
             for (int64_t j = 0; j < nh; j++) {
                 for (int t = 0; t < 8; t++) {
                     const uint16_t *kr = k_cache + ((base + o + t) * Hkv + kh0 + j) * 64;
+                    prefetch_ahead(k_cache, 2, pages, t0, L, page_size, o + t, Hkv, kh0 + j, 64);
                     for (int c = 0; c < 4; c++) {
                         __m256 e, od;
                         load_bf16x16_split(kr + 16 * c, &e, &od);
@@ -894,6 +1031,7 @@ static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const 
                     for (int c = 0; c < 4; c++) va[g][c] = _mm256_loadu_ps(acc + (j * G + g) * 64 + (4 * hh + c) * 8);
                 for (int64_t t = t0; t < end; t++) {
                     const uint16_t *vr = v_cache + ((base + t - t0) * Hkv + kh0 + j) * 64 + 32 * hh;
+                    if (!hh) prefetch_ahead(v_cache, 2, pages, t0, L, page_size, t - t0, Hkv, kh0 + j, 64);
                     __m256 v0, v1, v2, v3;
                     load_bf16x16_split(vr, &v0, &v1);
                     load_bf16x16_split(vr + 16, &v2, &v3);
@@ -919,7 +1057,7 @@ void tk_paged_decode(const void *q, int q_dtype, int64_t N, int64_t H, int64_t H
                      const int32_t *block_table, int64_t bt_stride, const int32_t *seq_lens, float scale,
                      const float *k_scale, const float *v_scale, void *out, int nthreads) {
     fp8_init();
-    int64_t G = H / Hkv;
+    int64_t G = H / Hkv, kv_bytes = kv_dtype == F32 ? 4 : kv_dtype == BF16 ? 2 : 1;
     /* A task is one query with all its KV heads (the rows of a position are adjacent in the
        cache, so a task streams memory), or one (query, KV head) when there are fewer queries
        than threads. The math per (query, head) is the same either way. */
@@ -948,6 +1086,7 @@ void tk_paged_decode(const void *q, int q_dtype, int64_t N, int64_t H, int64_t H
             for (int64_t t = t0; t < end; t++)
                 for (int64_t j = 0; j < per; j++) {
                     int64_t kh = h0 + j;
+                    prefetch_ahead(k_cache, kv_bytes, pages, t0, L, page_size, t - t0, Hkv, kh, D);
                     load_row(k_cache, kv_dtype, ((base + t - t0) * Hkv + kh) * D, D, k_scale ? k_scale[kh] : 1.0f, row);
                     for (int64_t g = 0; g < G; g++) s[(j * G + g) * L + t] = dot(qf + (j * G + g) * D, row, D);
                 }
@@ -959,6 +1098,7 @@ void tk_paged_decode(const void *q, int q_dtype, int64_t N, int64_t H, int64_t H
             for (int64_t t = t0; t < end; t++)
                 for (int64_t j = 0; j < per; j++) {
                     int64_t kh = h0 + j;
+                    prefetch_ahead(v_cache, kv_bytes, pages, t0, L, page_size, t - t0, Hkv, kh, D);
                     load_row(v_cache, kv_dtype, ((base + t - t0) * Hkv + kh) * D, D, v_scale ? v_scale[kh] : 1.0f, row);
                     for (int64_t g = 0; g < G; g++) {
                         float p = s[(j * G + g) * L + t];

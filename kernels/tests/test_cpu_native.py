@@ -187,10 +187,12 @@ def test_paged_decode_rejects_lengths_past_the_table():
         cpu.paged_decode(torch.randn(1, 9, 64), cache, 0, table, torch.tensor([33]), scale=0.125)
 
 
-@pytest.fixture(scope="module", params=["x86-64-v2", "x86-64-v3"], ids=["portable-c", "avx2"])
+@pytest.fixture(scope="module", params=["x86-64-v2", "x86-64-v3", "x86-64-v4"],
+                ids=["portable-c", "avx2", "avx512-fma"])
 def variant_lib(request, tmp_path_factory):
-    """ops.c built for another -march: x86-64-v2 (no AVX2: the plain C loops) and x86-64-v3
-    (AVX2 + FMA, no AVX-512: the 8-lane paths)."""
+    """ops.c built for another -march: x86-64-v2 (no AVX2: the plain C loops), x86-64-v3
+    (AVX2 + FMA, no AVX-512: the 8-lane paths) and x86-64-v4 (AVX-512 without AVX512-BF16: the
+    16-lane FMA linear that a native build with vdpbf16ps replaces)."""
     import platform
 
     if platform.machine().lower() not in ("x86_64", "amd64"):
@@ -198,6 +200,9 @@ def variant_lib(request, tmp_path_factory):
     if request.param == "x86-64-v3":
         if not {"avx2", "fma", "bmi2", "movbe"} <= cpu.cpu_flags():
             pytest.skip(reason="this CPU cannot run an x86-64-v3 (AVX2 + FMA) build")
+    if request.param == "x86-64-v4":
+        if not {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512cd"} <= cpu.cpu_flags():
+            pytest.skip(reason="this CPU cannot run an x86-64-v4 (AVX-512) build")
     return cpu.build_variant(tmp_path_factory.mktemp("kernels"), request.param)
 
 
@@ -209,13 +214,14 @@ def test_simd_lanes_name_the_build_this_cpu_gets():
         assert cpu.simd_lanes() == 8
     elif flags:
         assert cpu.simd_lanes() == 0
+    assert cpu.bf16_dot() == ("avx512_bf16" in flags)
 
 
 def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
-    """Every machine runs one of three builds of ops.c (AVX-512, AVX2 + FMA, plain C). Each
-    variant against this machine's native build: the linear layer computes the same FMA chain per
-    output (bit-equal), rope and the cache write stay bit-equal to torch, and attention meets the
-    same bound as the native path."""
+    """Every machine runs one of four builds of ops.c (AVX-512 with or without AVX512-BF16, AVX2 +
+    FMA, plain C). Each variant against this machine's native build: the linear layer computes the
+    same chain per output (bit-equal, vdpbf16ps or FMAs), rope and the cache write stay bit-equal to
+    torch, and attention meets the same bound as the native path."""
     from inference.model import apply_rope
 
     g = torch.Generator().manual_seed(11)
@@ -233,7 +239,8 @@ def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
             cpu.paged_decode(q, cache, 0, table, seq_lens, scale=0.125))
 
     monkeypatch.setattr(cpu, "_lib", lambda: variant_lib)
-    assert cpu.simd_lanes() == {"x86-64-v2": 0, "x86-64-v3": 8}[variant_lib.march]
+    assert cpu.simd_lanes() == {"x86-64-v2": 0, "x86-64-v3": 8, "x86-64-v4": 16}[variant_lib.march]
+    assert not cpu.bf16_dot()  # none of the variants has AVX512-BF16: their FMAs against native vdpbf16ps
     assert torch.equal(cpu.linear(x, cpu.PackedWeight(w), out_dtype=torch.float32), fast[0])
     assert torch.equal(cpu.linear(x[:1], cpu.PackedWeight(w), out_dtype=torch.float32), fast[1])
     assert torch.equal(fast[1], fast[0][:1])
