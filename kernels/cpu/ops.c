@@ -94,6 +94,63 @@ static void to_f32(const void *src, int dtype, int64_t n, float *dst) {
     for (int64_t i = 0; i < n; i++) dst[i] = load_elem(src, dtype, i);
 }
 
+/* ------------------------------------------------------------------------------ exp
+ * exp(x) for x <= 0 (relative error ~1e-7): x = n ln2 + r with ln2 split in two (Cody-Waite),
+ * exp(r) = 1 + r + r^2 * P(r) with P's coefficients below (highest first), times 2^n. The same
+ * operations in every build (exp_nonpos one lane, exp512 16, exp256 8), so results match bit
+ * for bit wherever they are used the same way. */
+static const float EXP_LN2_HI = 0.693145751953125f, EXP_LN2_LO = 1.428606765330187045e-06f;
+static const float EXP_POLY[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                  4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+
+static inline float exp_nonpos(float x) {
+    x = x > -87.0f ? x : -87.0f;  /* (a NaN becomes -87, as max_ps does) */
+    float n = nearbyintf(x * 1.44269504088896341f);
+    float r = fmaf(-n, EXP_LN2_HI, x);
+    r = fmaf(-n, EXP_LN2_LO, r);
+    float p = EXP_POLY[0];
+    for (int i = 1; i < 6; i++) p = fmaf(p, r, EXP_POLY[i]);
+    p = fmaf(p, r * r, r + 1.0f);
+    return ldexpf(p, (int)n);
+}
+#if defined(__AVX512F__)
+static inline __m512 exp512(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_HI), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_LO), r);
+    __m512 p = _mm512_set1_ps(EXP_POLY[0]);
+    for (int i = 1; i < 6; i++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_POLY[i]));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, n);
+}
+#elif defined(TK_AVX2)
+static inline __m256 exp256(__m256 x) {  /* exp512 on 8 lanes */
+    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_HI), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_LO), r);
+    __m256 p = _mm256_set1_ps(EXP_POLY[0]);
+    for (int i = 1; i < 6; i++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_POLY[i]));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    /* times 2^n, n in [-126, 0]: the exponent field built directly */
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+/* Lane sums and maxima of 8 lanes, one fixed tree: (i, i+4), (i, i+2), (i, i+1). */
+static inline float hsum8(__m256 v) {
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_add_ss(x, _mm_shuffle_ps(x, x, 1)));
+}
+static inline float hmax8(__m256 v) {
+    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_max_ss(x, _mm_shuffle_ps(x, x, 1)));
+}
+#endif
+
+
 /* ------------------------------------------------------------------------------ linear
  * y = x @ W^T for bf16 or float32 weights W (N, K), packed once into panels of 32 output
  * columns, K padded to an even Ke with zeros. For the fused gate/up projection (silu_half =
@@ -172,7 +229,33 @@ void tk_linear_pack(const void *w, int w_dtype, int64_t N, int64_t K, int64_t si
         }
 }
 
-static inline float silu(float g) { return g / (1.0f + expf(-g)); }
+/* out[j] = silu(g[j]) * u[j] for 16 columns: silu(g) = (g >= 0 ? g : g e) / (1 + e) with
+   e = exp(-|g|) <= 1 (no overflow for any g), the same operations in every build. */
+static inline void silu_mul16(const float *g, const float *u, float *out) {
+#if defined(__AVX512F__)
+    __m512 gv = _mm512_loadu_ps(g);
+    __m512 e = exp512(_mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(gv), _mm512_set1_epi32((int)0x80000000u))));
+    __mmask16 neg = _mm512_cmp_ps_mask(gv, _mm512_setzero_ps(), _CMP_NGE_UQ);  /* g < 0 or NaN */
+    __m512 num = _mm512_mask_mul_ps(gv, neg, gv, e);
+    __m512 silu = _mm512_div_ps(num, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+    _mm512_storeu_ps(out, _mm512_mul_ps(silu, _mm512_loadu_ps(u)));
+#elif defined(TK_AVX2)
+    for (int h = 0; h < 16; h += 8) {
+        __m256 gv = _mm256_loadu_ps(g + h);
+        __m256 e = exp256(_mm256_or_ps(gv, _mm256_set1_ps(-0.0f)));
+        __m256 neg = _mm256_cmp_ps(gv, _mm256_setzero_ps(), _CMP_NGE_UQ);
+        __m256 num = _mm256_blendv_ps(gv, _mm256_mul_ps(gv, e), neg);
+        __m256 silu = _mm256_div_ps(num, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+        _mm256_storeu_ps(out + h, _mm256_mul_ps(silu, _mm256_loadu_ps(u + h)));
+    }
+#else
+    for (int j = 0; j < 16; j++) {
+        float e = exp_nonpos(-fabsf(g[j]));
+        float num = g[j] >= 0.0f ? g[j] : g[j] * e;
+        out[j] = num / (1.0f + e) * u[j];
+    }
+#endif
+}
 
 /* acc (mr x 32) for rows m0.., panel p -> outputs. */
 static void linear_epilogue(const float *acc, int mr, int64_t m0, int64_t p, int64_t N, int silu_mode,
@@ -180,11 +263,12 @@ static void linear_epilogue(const float *acc, int mr, int64_t m0, int64_t p, int
     for (int i = 0; i < mr; i++) {
         int64_t row = m0 + i;
         if (silu_mode) {
+            float v[16];
+            silu_mul16(acc + i * NR, acc + i * NR + 16, v);
             for (int j = 0; j < 16; j++) {
                 int64_t n = p * 16 + j;
                 if (n >= N / 2) break;
-                float v = silu(acc[i * NR + j]) * acc[i * NR + 16 + j];
-                store_elem(y, y_dtype, row * ldy + n, v);
+                store_elem(y, y_dtype, row * ldy + n, v[j]);
             }
             continue;
         }
@@ -517,26 +601,6 @@ void tk_linear(const void *x, int x_dtype, int64_t M, int64_t K, int64_t ldx, co
         }
 }
 
-/* ------------------------------------------------------------------------------ rms_norm
- * y = x / sqrt(mean(x^2) + eps) * w, statistics in float32, one fixed order per row. */
-void tk_rms_norm(const void *x, int dtype, int64_t M, int64_t D, const void *w, float eps, void *y, int nthreads) {
-#pragma omp parallel for schedule(static) num_threads(nthreads) if (M >= 16)
-    for (int64_t m = 0; m < M; m++) {
-        float ss = 0.0f;
-        for (int64_t d = 0; d < D; d++) {
-            float v = load_elem(x, dtype, m * D + d);
-            ss = fmaf(v, v, ss);
-        }
-        float r = 1.0f / sqrtf(ss / (float)D + eps);
-        for (int64_t d = 0; d < D; d++) {
-            /* As torch: normalize in float32, round to the dtype, then scale by the weight. */
-            float v = load_elem(x, dtype, m * D + d) * r;
-            if (dtype == BF16) v = bf16_to_f32(f32_to_bf16(v));
-            store_elem(y, dtype, m * D + d, v * load_elem(w, dtype, d));
-        }
-    }
-}
-
 /* ------------------------------------------------------------------------------ rope + cache write
  * qkv (T, H + 2*Hkv, D) of one layer: rotate-half rope on the query and key heads with
  * each token's cos/sin rows (T, D), roped queries -> q (T, H, D); roped keys and the values -> cache slots
@@ -677,56 +741,90 @@ void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv
     }
 }
 
+/* ------------------------------------------------------------------------------ rms_norm
+ * y = x / sqrt(mean(x^2) + eps) * w, statistics in float32. The sum of squares in 16 lanes (lane
+ * i takes the d = i mod 16 of the first D - D % 16 elements), the lanes added by a fixed tree,
+ * then the tail in order: one order in every build. As torch: normalize in float32, round to the
+ * dtype, then scale by the weight. */
+static float sum_squares(const void *x, int dtype, int64_t D) {
+    const int64_t D16 = D - D % 16;
+    float lane[16] __attribute__((aligned(64))) = {0};
+#if defined(__AVX512F__)
+    __m512 a = _mm512_setzero_ps();
+    for (int64_t d = 0; d < D16; d += 16) {
+        __m512 v = dtype == BF16 ? load_bf16x16((const uint16_t *)x + d) : _mm512_loadu_ps((const float *)x + d);
+        a = _mm512_fmadd_ps(v, v, a);
+    }
+    _mm512_store_ps(lane, a);
+#elif defined(TK_AVX2)
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+    for (int64_t d = 0; d < D16; d += 16) {
+        __m256 v0 = dtype == BF16 ? load_bf16x8((const uint16_t *)x + d) : _mm256_loadu_ps((const float *)x + d);
+        __m256 v1 = dtype == BF16 ? load_bf16x8((const uint16_t *)x + d + 8) : _mm256_loadu_ps((const float *)x + d + 8);
+        a0 = _mm256_fmadd_ps(v0, v0, a0);
+        a1 = _mm256_fmadd_ps(v1, v1, a1);
+    }
+    _mm256_store_ps(lane, a0);
+    _mm256_store_ps(lane + 8, a1);
+#else
+    for (int64_t d = 0; d < D16; d++) {
+        float v = load_elem(x, dtype, d);
+        lane[d % 16] = fmaf(v, v, lane[d % 16]);
+    }
+#endif
+    for (int s = 8; s >= 1; s /= 2)
+        for (int i = 0; i < s; i++) lane[i] += lane[i + s];
+    float ss = lane[0];
+    for (int64_t d = D16; d < D; d++) {
+        float v = load_elem(x, dtype, d);
+        ss = fmaf(v, v, ss);
+    }
+    return ss;
+}
+
+void tk_rms_norm(const void *x, int dtype, int64_t M, int64_t D, const void *w, float eps, void *y, int nthreads) {
+    const int64_t esize = dtype == BF16 ? 2 : 4;
+#pragma omp parallel for schedule(static) num_threads(nthreads) if (M >= 64)
+    for (int64_t m = 0; m < M; m++) {
+        const void *xm = (const char *)x + m * D * esize;
+        void *ym = (char *)y + m * D * esize;
+        float r = 1.0f / sqrtf(sum_squares(xm, dtype, D) / (float)D + eps);
+        int64_t d = 0;
+#if defined(__AVX512F__)
+        for (; d + 16 <= D; d += 16) {
+            if (dtype == BF16) {
+                __m512 v = round_bf16x16(_mm512_mul_ps(load_bf16x16((const uint16_t *)xm + d), _mm512_set1_ps(r)));
+                store_bf16x16((uint16_t *)ym + d, _mm512_mul_ps(v, load_bf16x16((const uint16_t *)w + d)));
+            } else {
+                __m512 v = _mm512_mul_ps(_mm512_loadu_ps((const float *)xm + d), _mm512_set1_ps(r));
+                _mm512_storeu_ps((float *)ym + d, _mm512_mul_ps(v, _mm512_loadu_ps((const float *)w + d)));
+            }
+        }
+#elif defined(TK_AVX2)
+        for (; d + 8 <= D; d += 8) {
+            if (dtype == BF16) {
+                __m256 v = round_bf16x8(_mm256_mul_ps(load_bf16x8((const uint16_t *)xm + d), _mm256_set1_ps(r)));
+                store_bf16x8((uint16_t *)ym + d, _mm256_mul_ps(v, load_bf16x8((const uint16_t *)w + d)));
+            } else {
+                __m256 v = _mm256_mul_ps(_mm256_loadu_ps((const float *)xm + d), _mm256_set1_ps(r));
+                _mm256_storeu_ps((float *)ym + d, _mm256_mul_ps(v, _mm256_loadu_ps((const float *)w + d)));
+            }
+        }
+#endif
+        for (; d < D; d++) {
+            float v = load_elem(xm, dtype, d) * r;
+            if (dtype == BF16) v = bf16_to_f32(f32_to_bf16(v));
+            store_elem(ym, dtype, d, v * load_elem(w, dtype, d));
+        }
+    }
+}
+
 /* ------------------------------------------------------------------------------ paged decode attention
  * out[n, h] = softmax(scale * q[n, h] . K^T) V over positions 0..seq_lens[n]-1 of the pages
  * block_table[n, :] of one layer's cache (num_pages, page_size, Hkv, D), query head h reading
  * KV head h / G. fp8 caches are dequantized with per-KV-head scales. One task per (query,
  * KV head): the G grouped query heads share each loaded key and value row. Two passes over
  * the positions (scores, then exp and weighted sum) in position order. */
-#if defined(__AVX512F__) || defined(TK_AVX2)
-/* exp(x) for x <= 0 (relative error ~1e-7): x = n ln2 + r with ln2 split in two (Cody-Waite),
-   exp(r) = 1 + r + r^2 * P(r) with P's coefficients below (highest first), times 2^n. */
-static const float EXP_LN2_HI = 0.693145751953125f, EXP_LN2_LO = 1.428606765330187045e-06f;
-static const float EXP_POLY[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-                                  4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
-#endif
-#if defined(__AVX512F__)
-static inline __m512 exp512(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_HI), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_LO), r);
-    __m512 p = _mm512_set1_ps(EXP_POLY[0]);
-    for (int i = 1; i < 6; i++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_POLY[i]));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    return _mm512_scalef_ps(p, n);
-}
-#elif defined(TK_AVX2)
-static inline __m256 exp256(__m256 x) {  /* exp512 on 8 lanes */
-    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_HI), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_LO), r);
-    __m256 p = _mm256_set1_ps(EXP_POLY[0]);
-    for (int i = 1; i < 6; i++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_POLY[i]));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    /* times 2^n, n in [-126, 0]: the exponent field built directly */
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
-/* Lane sums and maxima of 8 lanes, one fixed tree: (i, i+4), (i, i+2), (i, i+1). */
-static inline float hsum8(__m256 v) {
-    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-    return _mm_cvtss_f32(_mm_add_ss(x, _mm_shuffle_ps(x, x, 1)));
-}
-static inline float hmax8(__m256 v) {
-    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
-    return _mm_cvtss_f32(_mm_max_ss(x, _mm_shuffle_ps(x, x, 1)));
-}
-#endif
-
 /* The softmax loops written once over the build's vector width (16 or 8 lanes). */
 #if defined(__AVX512F__)
 #define VW 16

@@ -220,8 +220,9 @@ def test_simd_lanes_name_the_build_this_cpu_gets():
 def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
     """Every machine runs one of four builds of ops.c (AVX-512 with or without AVX512-BF16, AVX2 +
     FMA, plain C). Each variant against this machine's native build: the linear layer computes the
-    same chain per output (bit-equal, vdpbf16ps or FMAs), rope and the cache write stay bit-equal to
-    torch, and attention meets the same bound as the native path."""
+    same chain per output (bit-equal, vdpbf16ps or FMAs, the fused silu epilogue too), RMSNorm is
+    bit-equal, rope and the cache write stay bit-equal to torch, and attention meets the same bound
+    as the native path."""
     from inference.model import apply_rope
 
     g = torch.Generator().manual_seed(11)
@@ -237,6 +238,10 @@ def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
             cpu.linear(x, cpu.PackedWeight(w, dtype=torch.float32), out_dtype=torch.float32),
             cpu.linear(xg, cpu.PackedWeight(wg, silu_half=True), out_dtype=torch.float32),
             cpu.paged_decode(q, cache, 0, table, seq_lens, scale=0.125))
+    norm_inputs = [((torch.randn(5, 576, generator=g) * 3).to(dt), torch.randn(576, generator=g).to(dt))
+                   for dt in (torch.bfloat16, torch.float32)]
+    norm_inputs.append((torch.randn(3, 40, generator=g), torch.randn(40, generator=g)))  # 40: a 16-lane part and a tail
+    norms = [cpu.rms_norm(xn, wn, 1e-5) for xn, wn in norm_inputs]
 
     monkeypatch.setattr(cpu, "_lib", lambda: variant_lib)
     assert cpu.simd_lanes() == {"x86-64-v2": 0, "x86-64-v3": 8, "x86-64-v4": 16}[variant_lib.march]
@@ -247,6 +252,8 @@ def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
     assert torch.equal(cpu.linear(x, cpu.PackedWeight(w, dtype=torch.float32), out_dtype=torch.float32), fast[2])
     assert torch.equal(fast[2], fast[0])  # bf16 weights held in float32: the same products, the same chain
     assert torch.equal(cpu.linear(xg, cpu.PackedWeight(wg, silu_half=True), out_dtype=torch.float32), fast[3])
+    for (xn, wn), expected in zip(norm_inputs, norms):  # one sum-of-squares order in every build
+        assert torch.equal(cpu.rms_norm(xn, wn, 1e-5), expected)
     out = cpu.paged_decode(q, cache, 0, table, seq_lens, scale=0.125)
     ref = dense_decode(q.float(), cache, 0, table, seq_lens)
     torch_bf16 = dense_decode(q, cache, 0, table, seq_lens).float()
