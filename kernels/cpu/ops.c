@@ -6,9 +6,11 @@
  *
  * dtype codes: 0 = float32, 1 = bfloat16, 2 = float8_e4m3fn (KV cache only).
  * Compiled at first use with -O3 -march=native -fopenmp. Three builds of the hot loops: AVX-512
- * when the compiler targets AVX-512F, AVX2 + FMA (8 lanes: Zen 2/3, most Intel client parts)
- * otherwise, and portable C everywhere else. The linear layer is bit-equal across the three
- * (one k-ordered FMA chain per output); attention sums a score in an order of its own per build.
+ * when the compiler targets AVX-512F (with vdpbf16ps for bf16 x bf16 products where it also
+ * targets AVX512-BF16), AVX2 + FMA (8 lanes: Zen 2/3, most Intel client parts) otherwise, and
+ * portable C everywhere else. The linear layer, RMSNorm and the silu epilogue are bit-equal
+ * across them (one chain per output, see "linear"); attention sums a score in an order of its
+ * own per build.
  */
 #include <math.h>
 #include <stdint.h>
@@ -989,7 +991,8 @@ static inline void split64(float *natural, float *split, int to_split) {
    qf (nh*G, 64) scaled queries; s (nh*G, L) scores; acc (nh*G, 64) scratch; out (nh*G, 64). */
 static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const uint16_t *k_cache,
                                   const uint16_t *v_cache, int64_t Hkv, int64_t kh0, int64_t page_size,
-                                  const int32_t *pages, int64_t L, float *s, float *acc, float *out) {
+                                  const int32_t *pages, int64_t L, float *s, float *acc, float *out,
+                                  const uint16_t *qb) {
     const int64_t R = nh * G;
     float *qs = acc;  /* queries in the keys' split order */
     for (int64_t r = 0; r < R; r++) split64((float *)qf + r * 64, qs + r * 64, 1);  /* (reads qf only) */
@@ -1000,6 +1003,30 @@ static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const 
           for (int64_t j0 = 0; j0 < nh; j0 += KF_HEADS) {
             int64_t n = L - (t0 + o) < 16 ? L - (t0 + o) : 16, nj = nh - j0 < KF_HEADS ? nh - j0 : KF_HEADS;
             __mmask16 keep = (__mmask16)((1u << n) - 1u);
+#if defined(TK_BF16_DOT)
+            if (qb) {  /* bf16 queries: each score two vdpbf16ps over the key row as stored */
+                for (int t = 0; t < 16; t++)
+                    for (int64_t jj = 0; jj < nj; jj++)
+                        prefetch_ahead(k_cache, 2, pages, t0, L, page_size, o + t, Hkv, kh0 + j0 + jj, 64);
+                for (int64_t jj = 0; jj < nj; jj++) {
+                    int64_t j = j0 + jj;
+                    for (int64_t g = 0; g < G; g++) {
+                        const uint16_t *qr = qb + (j * G + g) * 64;
+                        __m512bh qlo = (__m512bh)_mm512_loadu_si512((const void *)qr);
+                        __m512bh qhi = (__m512bh)_mm512_loadu_si512((const void *)(qr + 32));
+                        __m512 a[16];
+                        for (int t = 0; t < 16; t++) {
+                            const uint16_t *kr = k_cache + ((base + o + t) * Hkv + kh0 + j) * 64;
+                            __m512 x = _mm512_dpbf16_ps(_mm512_setzero_ps(), qlo,
+                                                        (__m512bh)_mm512_loadu_si512((const void *)kr));
+                            a[t] = _mm512_dpbf16_ps(x, qhi, (__m512bh)_mm512_loadu_si512((const void *)(kr + 32)));
+                        }
+                        _mm512_mask_storeu_ps(s + (j * G + g) * L + t0 + o, keep, hsum16x16(a));
+                    }
+                }
+                continue;
+            }
+#endif
             for (int t = 0; t < 16; t++)  /* in address order: a position's heads are adjacent */
                 for (int64_t jj = 0; jj < nj; jj++) {
                     const uint16_t *kr = k_cache + ((base + o + t) * Hkv + kh0 + j0 + jj) * 64;
@@ -1082,7 +1109,9 @@ static inline void split64(float *natural, float *split, int to_split) {
    dims) at a time so the G <= 4 heads' accumulators stay in registers. */
 static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const uint16_t *k_cache,
                                   const uint16_t *v_cache, int64_t Hkv, int64_t kh0, int64_t page_size,
-                                  const int32_t *pages, int64_t L, float *s, float *acc, float *out) {
+                                  const int32_t *pages, int64_t L, float *s, float *acc, float *out,
+                                  const uint16_t *qb) {
+    (void)qb;  /* (bf16 score products are an AVX512-BF16 path) */
     const int64_t R = nh * G;
     float *qs = acc;  /* queries in the keys' split order */
     for (int64_t r = 0; r < R; r++) split64((float *)qf + r * 64, qs + r * 64, 1);
@@ -1156,6 +1185,12 @@ void tk_paged_decode(const void *q, int q_dtype, int64_t N, int64_t H, int64_t H
                      const float *k_scale, const float *v_scale, void *out, int nthreads) {
     fp8_init();
     int64_t G = H / Hkv, kv_bytes = kv_dtype == F32 ? 4 : kv_dtype == BF16 ? 2 : 1;
+    /* bf16 queries scaled by a power of two (1/sqrt(D) for D = 64) stay exact in bf16: the
+       AVX512-BF16 build then takes the score products with vdpbf16ps (exact products, float32
+       sums) instead of widening every key. */
+    int scale_exp;
+    int bf16_scores = q_dtype == BF16 && kv_dtype == BF16 && frexpf(scale, &scale_exp) == 0.5f;
+    (void)bf16_scores;
     /* A task is one query with all its KV heads (the rows of a position are adjacent in the
        cache, so a task streams memory), or one (query, KV head) when there are fewer queries
        than threads. The math per (query, head) is the same either way. */
@@ -1163,16 +1198,24 @@ void tk_paged_decode(const void *q, int q_dtype, int64_t N, int64_t H, int64_t H
 #pragma omp parallel for schedule(static) num_threads(nthreads)
     for (int64_t task = 0; task < N * split; task++) {
         int64_t n = task / split, h0 = (task % split) * per, L = seq_lens[n], R = per * G;
-        float *buf = thread_buffer(R * D * 3 + R * L + 64);
+        float *buf = thread_buffer(R * D * 4 + R * L + 64);
         float *qf = buf, *acc = qf + R * D, *row = acc + R * D, *s = row + R * D;  /* row: R * D scratch */
+        uint16_t *qb = NULL;
         for (int64_t r = 0; r < R; r++)  /* row r: KV head h0 + r / G, query head (h0 * G) + r */
             for (int64_t d = 0; d < D; d++)
                 qf[r * D + d] = load_elem(q, q_dtype, (n * H + h0 * G + r) * D + d) * scale;
+#if defined(TK_BF16_DOT)
+        if (bf16_scores) {  /* the scaled bf16 queries are exact in bf16 */
+            qb = (uint16_t *)(s + R * L);
+            for (int64_t i = 0; i < R * D; i++) qb[i] = f32_to_bf16(qf[i]);
+        }
+#endif
+        (void)qb;
         const int32_t *pages = block_table + n * bt_stride;
 #if defined(DECODE_GROUP)
         if (kv_dtype == BF16 && D == 64 && G <= 4 && page_size % DECODE_GROUP == 0) {
             decode_heads_bf16_d64(qf, G, per, (const uint16_t *)k_cache, (const uint16_t *)v_cache, Hkv, h0,
-                                  page_size, pages, L, s, row, acc);
+                                  page_size, pages, L, s, row, acc, qb);
             for (int64_t r = 0; r < R; r++)
                 for (int64_t d = 0; d < D; d++)
                     store_elem(out, q_dtype, (n * H + h0 * G + r) * D + d, acc[r * D + d]);

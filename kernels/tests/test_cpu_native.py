@@ -157,6 +157,19 @@ def test_paged_decode_matches_dense_reference(kv, dtype, heads, hkv, d, page_siz
         assert (out.float() - ref).abs().max() <= 2 * (torch_bf16 - ref).abs().max() + 1e-6
 
 
+@pytest.mark.parametrize("scale", [0.125, 0.1, 0.5], ids=["pow2-bf16-scores", "any-scale", "pow2-other"])
+def test_paged_decode_bf16_scales(scale):
+    """bf16 queries times a power-of-two scale are exact in bf16, and an AVX512-BF16 build scores
+    them with vdpbf16ps; any other scale widens the keys. Both within the bf16 bound."""
+    lens = [1, 63, 97, 1025]
+    cache, table, seq_lens = _filled_cache(torch.bfloat16, lens, page_size=16, hkv=3, d=64)
+    q = (torch.randn(len(lens), 9, 64, generator=torch.Generator().manual_seed(12)) * 3).to(torch.bfloat16)
+    out = cpu.paged_decode(q, cache, 0, table, seq_lens, scale=scale)
+    ref = dense_decode(q.float(), cache, 0, table, seq_lens, scale=scale)
+    torch_bf16 = dense_decode(q, cache, 0, table, seq_lens, scale=scale).float()
+    assert (out.float() - ref).abs().max() <= 2 * (torch_bf16 - ref).abs().max() + 1e-6
+
+
 def test_paged_decode_is_batch_invariant():
     lens = [5, 300, 17, 1025, 64]
     cache, table, seq_lens = _filled_cache(torch.bfloat16, lens, page_size=16, hkv=3, d=64)
