@@ -96,6 +96,8 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.tk_stream_read.argtypes, lib.tk_stream_read.restype = [P, I64, I], ctypes.c_double
     lib.tk_simd_lanes.argtypes, lib.tk_simd_lanes.restype = [], I
     lib.tk_bf16_dot.argtypes, lib.tk_bf16_dot.restype = [], I
+    lib.tk_page_scores.argtypes = [P, I64, I64, I64, P, I64, P, I64, I64, P, I]
+    lib.tk_page_scores.restype = None
     return lib
 
 
@@ -308,6 +310,28 @@ def decode_layer(x: torch.Tensor, w: LayerWeights, cos: torch.Tensor, sin: torch
 def decode_layer_scratch(T: int, dim: int, n_heads: int, n_kv_heads: int, head_dim: int, hidden: int) -> torch.Tensor:
     return torch.empty(T * (2 * dim + (n_heads + 2 * n_kv_heads) * head_dim + 2 * n_heads * head_dim + hidden),
                        dtype=torch.bfloat16)
+
+
+def page_scores(q: torch.Tensor, kbounds: torch.Tensor, block_table: torch.Tensor,
+                max_pages: int | None = None) -> torch.Tensor:
+    """kernels.indexer.reference.page_scores with the page rows read in place instead of
+    gathered: q (N, H, D); kbounds (Hkv, num_pages, 2, D) float32; block_table (N, P) ->
+    (N, Hkv, P') float32, P' = max_pages or P. Each score is the same dot product of length 2D as
+    the reference's, summed in a fixed order of its own (equal to float32 rounding)."""
+    from kernels.indexer.reference import grouped_query_bounds
+
+    if kbounds.dtype != torch.float32 or not kbounds.is_contiguous() or kbounds.device.type != "cpu":
+        raise ValueError(f"kbounds must be a contiguous float32 CPU tensor, got {kbounds.dtype} on {kbounds.device}")
+    N = q.shape[0]
+    Hkv, num_pages, two, D = kbounds.shape
+    P = block_table.shape[1] if max_pages is None else max_pages
+    qb = grouped_query_bounds(q, Hkv).contiguous()            # (N, Hkv, 2, D)
+    table = block_table.to(torch.int32).contiguous()
+    out = torch.empty(N, Hkv, P, dtype=torch.float32)
+    if N and P:
+        _lib().tk_page_scores(qb.data_ptr(), N, Hkv, two * D, kbounds.data_ptr(), num_pages, table.data_ptr(),
+                              table.shape[1], P, out.data_ptr(), _threads())
+    return out
 
 
 def stream_read_seconds(tensors: list[torch.Tensor], *, repeats: int = 3) -> float:

@@ -748,6 +748,13 @@ void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv
  * i takes the d = i mod 16 of the first D - D % 16 elements), the lanes added by a fixed tree,
  * then the tail in order: one order in every build. As torch: normalize in float32, round to the
  * dtype, then scale by the weight. */
+/* The sum of 16 lanes by a fixed tree: (i, i+8), (i, i+4), (i, i+2), (i, i+1). */
+static inline float tree16(float *lane) {
+    for (int s = 8; s >= 1; s /= 2)
+        for (int i = 0; i < s; i++) lane[i] += lane[i + s];
+    return lane[0];
+}
+
 static float sum_squares(const void *x, int dtype, int64_t D) {
     const int64_t D16 = D - D % 16;
     float lane[16] __attribute__((aligned(64))) = {0};
@@ -774,9 +781,7 @@ static float sum_squares(const void *x, int dtype, int64_t D) {
         lane[d % 16] = fmaf(v, v, lane[d % 16]);
     }
 #endif
-    for (int s = 8; s >= 1; s /= 2)
-        for (int i = 0; i < s; i++) lane[i] += lane[i + s];
-    float ss = lane[0];
+    float ss = tree16(lane);
     for (int64_t d = D16; d < D; d++) {
         float v = load_elem(x, dtype, d);
         ss = fmaf(v, v, ss);
@@ -1290,6 +1295,57 @@ void tk_decode_layer(uint16_t *x, int64_t T, int64_t dim, const uint16_t *attn_n
     tk_rms_norm(h, BF16, T, dim, ffn_norm_w, eps, xn, nthreads);
     tk_linear(xn, BF16, T, dim, dim, w13, BF16, 2 * hidden, hidden, g, BF16, hidden, NULL, BF16, 0, nthreads);
     tk_linear(g, BF16, T, hidden, hidden, w2, BF16, dim, 0, x, BF16, dim, h, BF16, dim, nthreads);
+}
+
+/* ------------------------------------------------------------------------------ Quest page scores
+ * out[n, h, p] = qb[n, h, :] . kb[h, block_table[n, p], :] over W = 2D floats: the GQA-summed
+ * Quest bound of every block-table page (kernels/indexer/reference.py: grouped_query_bounds
+ * builds qb = [sum_g min(q_g, 0) | sum_g relu(q_g)], kb rows are [kmin | kmax]). Page ids are
+ * clamped to the pool like the torch reference's; scores of pages past a sequence's end are
+ * meaningless and masked by the selection. Each dot in one order (16 lanes, a fixed tree, the
+ * tail) in every build and batch; the rows are read in place, a few pages ahead prefetched
+ * (the torch reference gathers them into a copy first: three passes over the bounds). */
+
+static float dot_lanes16(const float *a, const float *b, int64_t n) {
+    const int64_t n16 = n - n % 16;
+    float lane[16] __attribute__((aligned(64))) = {0};
+#if defined(__AVX512F__)
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n16; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
+    _mm512_store_ps(lane, acc);
+#elif defined(TK_AVX2)
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+    for (int64_t i = 0; i < n16; i += 16) {
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), a1);
+    }
+    _mm256_store_ps(lane, a0);
+    _mm256_store_ps(lane + 8, a1);
+#else
+    for (int64_t i = 0; i < n16; i++) lane[i % 16] = fmaf(a[i], b[i], lane[i % 16]);
+#endif
+    float s = tree16(lane);
+    for (int64_t i = n16; i < n; i++) s = fmaf(a[i], b[i], s);
+    return s;
+}
+
+void tk_page_scores(const float *qb, int64_t N, int64_t Hkv, int64_t W, const float *kb, int64_t num_pages,
+                    const int32_t *block_table, int64_t bt_stride, int64_t P, float *out, int nthreads) {
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nthreads)
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < Hkv; h++) {
+            const float *q = qb + (n * Hkv + h) * W, *rows = kb + h * num_pages * W;
+            const int32_t *bt = block_table + n * bt_stride;
+            float *o = out + (n * Hkv + h) * P;
+            for (int64_t p = 0; p < P; p++) {
+                if (p + 8 < P) {
+                    int64_t ahead = bt[p + 8] < 0 ? 0 : bt[p + 8] >= num_pages ? num_pages - 1 : bt[p + 8];
+                    for (int64_t b = 0; b < W * 4; b += 64) __builtin_prefetch((const char *)(rows + ahead * W) + b, 0, 3);
+                }
+                int64_t page = bt[p] < 0 ? 0 : bt[p] >= num_pages ? num_pages - 1 : bt[p];
+                o[p] = dot_lanes16(q, rows + page * W, W);
+            }
+        }
 }
 
 /* ------------------------------------------------------------------------------ memory read rate

@@ -99,11 +99,14 @@ def select_pages(
     budget: int,
     sink_pages: int,
     local_pages: int,
+    scorer=page_scores,
 ) -> torch.Tensor:
     """(N, H, D) decode queries -> (N, Hkv, K) int32 selected logical pages, K =
-    min(budget // page_size, P). Static shape, no host synchronisation."""
+    min(budget // page_size, P). Static shape, no host synchronisation. `scorer` computes the
+    page scores (page_scores here; the selector passes kernels.cpu.page_scores on the CPU, the
+    same bounds without the gather)."""
     P = block_table.shape[1]
-    scores = page_scores(q, cache.kbounds[layer], block_table)
+    scores = scorer(q, cache.kbounds[layer], block_table)
     return select_from_scores(
         scores, seq_lens, page_size=cache.page_size, budget=budget, sink_pages=sink_pages,
         local_pages=local_pages, num_pages_out=num_selected_pages(budget, cache.page_size, P),

@@ -283,3 +283,23 @@ def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
     reference.write(1, slots, qk[:, 9:], qkv[:, 12:])
     assert torch.equal(q_roped, qk[:, :9])
     assert torch.equal(native.k, reference.k) and torch.equal(native.kbounds, reference.kbounds)
+
+
+@pytest.mark.parametrize("heads,hkv,d", [(9, 3, 64), (4, 4, 64), (6, 2, 40)], ids=["gqa3-d64", "mha-d64", "gqa3-d40"])
+def test_page_scores_match_the_torch_indexer(heads, hkv, d):
+    """The indexer's page scores read in place (kernels.cpu) against the torch reference that
+    gathers the bounds first: equal to float32 rounding, batch invariant, and the same selection."""
+    from kernels.indexer.reference import page_scores, select_pages
+
+    lens = [1, 63, 97, 1025]
+    cache, table, seq_lens = _filled_cache(torch.float32, lens, page_size=16, hkv=hkv, d=d)
+    q = torch.randn(len(lens), heads, d, generator=torch.Generator().manual_seed(13))
+    ref = page_scores(q, cache.kbounds[0], table)
+    got = cpu.page_scores(q, cache.kbounds[0], table)
+    valid = torch.arange(table.shape[1])[None, None, :] < ((seq_lens + 15) // 16)[:, None, None]
+    torch.testing.assert_close(got[valid.expand_as(got)], ref[valid.expand_as(ref)], rtol=1e-5, atol=1e-4)
+    for rows in ([0], [3], [2, 1]):
+        assert torch.equal(cpu.page_scores(q[rows], cache.kbounds[0], table[rows]), got[rows])
+    kw = dict(budget=128, sink_pages=1, local_pages=2)
+    assert torch.equal(select_pages(q, cache, 0, table, seq_lens, scorer=cpu.page_scores, **kw),
+                       select_pages(q, cache, 0, table, seq_lens, **kw))

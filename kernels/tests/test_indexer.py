@@ -44,10 +44,18 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("scorer", ["torch", "native"])
 @pytest.mark.parametrize("kv_cache_dtype", ["auto", "fp8_e4m3"], ids=["kv_auto", "kv_fp8"])
 @pytest.mark.parametrize("heads", list(HEADS), ids=str)
 @pytest.mark.parametrize("lens,page_size,budget,sink,local,head_dim", CASES)
-def test_torch_selection_equals_bruteforce(lens, page_size, budget, sink, local, head_dim, heads, kv_cache_dtype):
+def test_torch_selection_equals_bruteforce(lens, page_size, budget, sink, local, head_dim, heads, kv_cache_dtype,
+                                           scorer):
+    """`native`: the page scores read in place by kernels.cpu, as the selector runs indexer=torch
+    on the CPU."""
+    from kernels import cpu
+
+    if scorer == "native" and not cpu.available():
+        pytest.skip(reason=f"native CPU kernels unavailable: {cpu.unavailable_reason()}")
     H, Hkv = HEADS[heads]
     # Discrete data: exact score sums, so many pages tie and the tie rule is exercised. A
     # power-of-two fp8 scale keeps the quarter-steps exactly representable.
@@ -55,8 +63,9 @@ def test_torch_selection_equals_bruteforce(lens, page_size, budget, sink, local,
                        kv_cache_dtype=kv_cache_dtype, seed=len(lens) + head_dim, discrete=True,
                        scales=2.0**-5 if kv_cache_dtype == "fp8_e4m3" else None)
     q = draw_queries(len(lens), H, head_dim, seed=7, discrete=True)
+    kw = {"scorer": cpu.page_scores} if scorer == "native" else {}
     got = torch_indexer.select_pages(q, batch.cache, 0, batch.block_table, batch.seq_lens,
-                                     budget=budget, sink_pages=sink, local_pages=local)
+                                     budget=budget, sink_pages=sink, local_pages=local, **kw)
     expected = _expected(batch, q, budget=budget, sink=sink, local=local)
     assert got.shape == expected.shape and got.dtype == torch.int32
     assert torch.equal(got, expected)
