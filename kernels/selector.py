@@ -42,7 +42,7 @@ def triton_interpreter_enabled() -> bool:
 
 
 class DenseAttention:
-    """Causal attention over the whole cache: prefill by torch SDPA; decode by the native CPU
+    """Causal attention over the whole cache: prefill by dense_prefill; decode by the native CPU
     kernel (kernels.cpu.paged_decode: reads the pages in place, one pass per query) when it is
     available and each query has its own pages (an ordinary decode step), else by the torch
     implementation (kernels.attention.dense, the reference), which also serves teacher forcing
