@@ -390,6 +390,15 @@ static inline __attribute__((always_inline)) void load_panel_cols8(const void *p
     }
 }
 
+/* Columns c..c+7 of row 2t + odd in float32 (bf16: the pair word's high or low half). */
+static inline __attribute__((always_inline)) __m256 load_panel_row8(const void *panel, int64_t t, int odd, int c,
+                                                                    int w_dtype) {
+    const char *b = pair_row(panel, t, w_dtype);
+    if (w_dtype == F32) return _mm256_loadu_ps((const float *)b + odd * NR + c);
+    __m256i w = _mm256_loadu_si256((const __m256i *)((const uint16_t *)b + 2 * c));
+    return _mm256_castsi256_ps(odd ? _mm256_and_si256(w, _mm256_set1_epi32((int)0xFFFF0000u)) : _mm256_slli_epi32(w, 16));
+}
+
 /* MR_ rows x one half panel (columns 8h..8h+7 and 16+8h..16+8h+7): the same chain per output
    as the other builds, with 2 * MR_ accumulators in registers. */
 static inline __attribute__((always_inline)) void tile_half_fixed(const float *x, int64_t Ke, const void *panel,
@@ -398,18 +407,16 @@ static inline __attribute__((always_inline)) void tile_half_fixed(const float *x
     for (int i = 0; i < MR_; i++) { al[i] = _mm256_setzero_ps(); ah[i] = _mm256_setzero_ps(); }
     for (int64_t t = 0; t < Ke / 2; t++) {
         if (!half) PREFETCH_PANEL_PAIR(panel, t, w_dtype);
-        __m256 le, lo, he, ho;
-        load_panel_cols8(panel, t, 8 * half, w_dtype, &le, &lo);
-        load_panel_cols8(panel, t, 16 + 8 * half, w_dtype, &he, &ho);
-        for (int i = 0; i < MR_; i++) {
-            __m256 xo = _mm256_broadcast_ss(x + i * Ke + 2 * t + 1);
-            al[i] = _mm256_fmadd_ps(xo, lo, al[i]);
-            ah[i] = _mm256_fmadd_ps(xo, ho, ah[i]);
-        }
-        for (int i = 0; i < MR_; i++) {
-            __m256 xe = _mm256_broadcast_ss(x + i * Ke + 2 * t);
-            al[i] = _mm256_fmadd_ps(xe, le, al[i]);
-            ah[i] = _mm256_fmadd_ps(xe, he, ah[i]);
+        /* the odd row, then the even one: two weight vectors live at a time (10 accumulators +
+           2 + a broadcast fit the 16 ymm registers; holding all four spilled) */
+        for (int e = 1; e >= 0; e--) {
+            __m256 wl = load_panel_row8(panel, t, e, 8 * half, w_dtype);
+            __m256 wh = load_panel_row8(panel, t, e, 16 + 8 * half, w_dtype);
+            for (int i = 0; i < MR_; i++) {
+                __m256 xv = _mm256_broadcast_ss(x + i * Ke + 2 * t + e);
+                al[i] = _mm256_fmadd_ps(xv, wl, al[i]);
+                ah[i] = _mm256_fmadd_ps(xv, wh, ah[i]);
+            }
         }
     }
     for (int i = 0; i < MR_; i++) {
