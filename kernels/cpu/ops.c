@@ -96,10 +96,55 @@ static void to_f32(const void *src, int dtype, int64_t n, float *dst) {
     for (int64_t i = 0; i < n; i++) dst[i] = load_elem(src, dtype, i);
 }
 
+/* Loops written once over the build's vector width (16 or 8 lanes): exp, softmax, RMSNorm. The bf16
+   loads and stores (VLOAD_BF16, VSTORE_BF16, VROUND_BF16) are defined with the linear and rope
+   code below; a macro only needs them where it is used. */
+#if defined(__AVX512F__)
+#define VW 16
+typedef __m512 vecf;
+#define VLOAD _mm512_loadu_ps
+#define VSTORE _mm512_storeu_ps
+#define VSET1 _mm512_set1_ps
+#define VMAX _mm512_max_ps
+#define VADD _mm512_add_ps
+#define VSUB _mm512_sub_ps
+#define VMUL _mm512_mul_ps
+#define VFMADD _mm512_fmadd_ps
+#define VFNMADD _mm512_fnmadd_ps
+#define VROUND_NEAREST(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define VSCALE_POW2 _mm512_scalef_ps  /* p * 2^n, n integral */
+#define VLOAD_BF16 load_bf16x16
+#define VSTORE_BF16 store_bf16x16
+#define VROUND_BF16 round_bf16x16
+#define VEXP vexp_nonpos
+#define VHMAX _mm512_reduce_max_ps
+#define VHSUM _mm512_reduce_add_ps
+#elif defined(TK_AVX2)
+#define VW 8
+typedef __m256 vecf;
+#define VLOAD _mm256_loadu_ps
+#define VSTORE _mm256_storeu_ps
+#define VSET1 _mm256_set1_ps
+#define VMAX _mm256_max_ps
+#define VADD _mm256_add_ps
+#define VSUB _mm256_sub_ps
+#define VMUL _mm256_mul_ps
+#define VFMADD _mm256_fmadd_ps
+#define VFNMADD _mm256_fnmadd_ps
+#define VROUND_NEAREST(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define VSCALE_POW2 scale_pow2_8
+#define VLOAD_BF16 load_bf16x8
+#define VSTORE_BF16 store_bf16x8
+#define VROUND_BF16 round_bf16x8
+#define VEXP vexp_nonpos
+#define VHMAX hmax8
+#define VHSUM hsum8
+#endif
+
 /* ------------------------------------------------------------------------------ exp
  * exp(x) for x <= 0 (relative error ~1e-7): x = n ln2 + r with ln2 split in two (Cody-Waite),
  * exp(r) = 1 + r + r^2 * P(r) with P's coefficients below (highest first), times 2^n. The same
- * operations in every build (exp_nonpos one lane, exp512 16, exp256 8), so results match bit
+ * operations in every build (exp_nonpos one lane, vexp_nonpos VW lanes), so results match bit
  * for bit wherever they are used the same way. */
 static const float EXP_LN2_HI = 0.693145751953125f, EXP_LN2_LO = 1.428606765330187045e-06f;
 static const float EXP_POLY[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
@@ -115,30 +160,27 @@ static inline float exp_nonpos(float x) {
     p = fmaf(p, r * r, r + 1.0f);
     return ldexpf(p, (int)n);
 }
-#if defined(__AVX512F__)
-static inline __m512 exp512(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_HI), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_LO), r);
-    __m512 p = _mm512_set1_ps(EXP_POLY[0]);
-    for (int i = 1; i < 6; i++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_POLY[i]));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    return _mm512_scalef_ps(p, n);
-}
-#elif defined(TK_AVX2)
-static inline __m256 exp256(__m256 x) {  /* exp512 on 8 lanes */
-    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_HI), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_LO), r);
-    __m256 p = _mm256_set1_ps(EXP_POLY[0]);
-    for (int i = 1; i < 6; i++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_POLY[i]));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    /* times 2^n, n in [-126, 0]: the exponent field built directly */
+#if defined(TK_AVX2)
+/* p * 2^n for n in [-126, 0] (vexp_nonpos's range): the exponent field built directly. */
+static inline __m256 scale_pow2_8(__m256 p, __m256 n) {
     __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
+#endif
+#if defined(VW)
+/* exp_nonpos on VW lanes (max_ps turns a NaN into -87, as the scalar comparison does). */
+static inline vecf vexp_nonpos(vecf x) {
+    x = VMAX(x, VSET1(-87.0f));
+    vecf n = VROUND_NEAREST(VMUL(x, VSET1(1.44269504088896341f)));
+    vecf r = VFNMADD(n, VSET1(EXP_LN2_HI), x);
+    r = VFNMADD(n, VSET1(EXP_LN2_LO), r);
+    vecf p = VSET1(EXP_POLY[0]);
+    for (int i = 1; i < 6; i++) p = VFMADD(p, r, VSET1(EXP_POLY[i]));
+    p = VFMADD(p, VMUL(r, r), VADD(r, VSET1(1.0f)));
+    return VSCALE_POW2(p, n);
+}
+#endif
+#if defined(TK_AVX2)
 /* Lane sums and maxima of 8 lanes, one fixed tree: (i, i+4), (i, i+2), (i, i+1). */
 static inline float hsum8(__m256 v) {
     __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -236,7 +278,7 @@ void tk_linear_pack(const void *w, int w_dtype, int64_t N, int64_t K, int64_t si
 static inline void silu_mul16(const float *g, const float *u, float *out) {
 #if defined(__AVX512F__)
     __m512 gv = _mm512_loadu_ps(g);
-    __m512 e = exp512(_mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(gv), _mm512_set1_epi32((int)0x80000000u))));
+    __m512 e = vexp_nonpos(_mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(gv), _mm512_set1_epi32((int)0x80000000u))));
     __mmask16 neg = _mm512_cmp_ps_mask(gv, _mm512_setzero_ps(), _CMP_NGE_UQ);  /* g < 0 or NaN */
     __m512 num = _mm512_mask_mul_ps(gv, neg, gv, e);
     __m512 silu = _mm512_div_ps(num, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
@@ -244,7 +286,7 @@ static inline void silu_mul16(const float *g, const float *u, float *out) {
 #elif defined(TK_AVX2)
     for (int h = 0; h < 16; h += 8) {
         __m256 gv = _mm256_loadu_ps(g + h);
-        __m256 e = exp256(_mm256_or_ps(gv, _mm256_set1_ps(-0.0f)));
+        __m256 e = vexp_nonpos(_mm256_or_ps(gv, _mm256_set1_ps(-0.0f)));
         __m256 neg = _mm256_cmp_ps(gv, _mm256_setzero_ps(), _CMP_NGE_UQ);
         __m256 num = _mm256_blendv_ps(gv, _mm256_mul_ps(gv, e), neg);
         __m256 silu = _mm256_div_ps(num, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
@@ -804,24 +846,14 @@ void tk_rms_norm(const void *x, int dtype, int64_t M, int64_t D, const void *w, 
         void *ym = (char *)y + m * D * esize;
         float r = 1.0f / sqrtf(sum_squares(xm, dtype, D) / (float)D + eps);
         int64_t d = 0;
-#if defined(__AVX512F__)
-        for (; d + 16 <= D; d += 16) {
+#if defined(VW)
+        for (; d + VW <= D; d += VW) {
             if (dtype == BF16) {
-                __m512 v = round_bf16x16(_mm512_mul_ps(load_bf16x16((const uint16_t *)xm + d), _mm512_set1_ps(r)));
-                store_bf16x16((uint16_t *)ym + d, _mm512_mul_ps(v, load_bf16x16((const uint16_t *)w + d)));
+                vecf v = VROUND_BF16(VMUL(VLOAD_BF16((const uint16_t *)xm + d), VSET1(r)));
+                VSTORE_BF16((uint16_t *)ym + d, VMUL(v, VLOAD_BF16((const uint16_t *)w + d)));
             } else {
-                __m512 v = _mm512_mul_ps(_mm512_loadu_ps((const float *)xm + d), _mm512_set1_ps(r));
-                _mm512_storeu_ps((float *)ym + d, _mm512_mul_ps(v, _mm512_loadu_ps((const float *)w + d)));
-            }
-        }
-#elif defined(TK_AVX2)
-        for (; d + 8 <= D; d += 8) {
-            if (dtype == BF16) {
-                __m256 v = round_bf16x8(_mm256_mul_ps(load_bf16x8((const uint16_t *)xm + d), _mm256_set1_ps(r)));
-                store_bf16x8((uint16_t *)ym + d, _mm256_mul_ps(v, load_bf16x8((const uint16_t *)w + d)));
-            } else {
-                __m256 v = _mm256_mul_ps(_mm256_loadu_ps((const float *)xm + d), _mm256_set1_ps(r));
-                _mm256_storeu_ps((float *)ym + d, _mm256_mul_ps(v, _mm256_loadu_ps((const float *)w + d)));
+                vecf v = VMUL(VLOAD((const float *)xm + d), VSET1(r));
+                VSTORE((float *)ym + d, VMUL(v, VLOAD((const float *)w + d)));
             }
         }
 #endif
@@ -839,33 +871,6 @@ void tk_rms_norm(const void *x, int dtype, int64_t M, int64_t D, const void *w, 
  * KV head h / G. fp8 caches are dequantized with per-KV-head scales. One task per (query,
  * KV head): the G grouped query heads share each loaded key and value row. Two passes over
  * the positions (scores, then exp and weighted sum) in position order. */
-/* The softmax loops written once over the build's vector width (16 or 8 lanes). */
-#if defined(__AVX512F__)
-#define VW 16
-typedef __m512 vecf;
-#define VLOAD _mm512_loadu_ps
-#define VSTORE _mm512_storeu_ps
-#define VSET1 _mm512_set1_ps
-#define VMAX _mm512_max_ps
-#define VADD _mm512_add_ps
-#define VSUB _mm512_sub_ps
-#define VEXP exp512
-#define VHMAX _mm512_reduce_max_ps
-#define VHSUM _mm512_reduce_add_ps
-#elif defined(TK_AVX2)
-#define VW 8
-typedef __m256 vecf;
-#define VLOAD _mm256_loadu_ps
-#define VSTORE _mm256_storeu_ps
-#define VSET1 _mm256_set1_ps
-#define VMAX _mm256_max_ps
-#define VADD _mm256_add_ps
-#define VSUB _mm256_sub_ps
-#define VEXP exp256
-#define VHMAX hmax8
-#define VHSUM hsum8
-#endif
-
 /* softmax over sg[0..L) in place: max, exp in position order (VW lanes at a time, then the
    tail), sum, scale. One order for every caller. */
 static void softmax_inplace(float *sg, int64_t L) {
