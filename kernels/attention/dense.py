@@ -61,9 +61,10 @@ def dense_prefill(
     return out
 
 
-# Query rows per block of _causal_blocked: a block's scores are (H, rows, its last position),
-# float32, so memory stays bounded (~75 MB at 8k positions) and the keys past a block's last
-# row, which the causal mask hides anyway, are never multiplied.
+# Query rows per block of _causal_blocked (at most): a block's scores are (H, rows, its last
+# position) float32, and the keys past a block's last row, which the causal mask hides anyway,
+# are never multiplied. Long prompts use fewer rows per block so that the scores stay under
+# _MAX_SCORE_ELEMENTS (64 MB; softmax makes one more such tensor).
 _PREFILL_BLOCK = 256
 
 
@@ -78,8 +79,9 @@ def _causal_blocked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: fl
     kf = k.float().permute(1, 2, 0)                              # (Hkv, D, L)
     vf = v.float().transpose(0, 1)                               # (Hkv, L, D)
     out = torch.empty(Hkv, G, L, D, dtype=torch.float32, device=q.device)
-    for s0 in range(0, L, _PREFILL_BLOCK):
-        e = min(L, s0 + _PREFILL_BLOCK)
+    block = max(16, min(_PREFILL_BLOCK, _MAX_SCORE_ELEMENTS // (H * L)))
+    for s0 in range(0, L, block):
+        e = min(L, s0 + block)
         rows = e - s0
         scores = torch.bmm(qf[:, :, s0:e].reshape(Hkv, G * rows, D), kf[:, :, :e]).mul_(scale)
         hidden = torch.arange(e, device=q.device)[None, :] > torch.arange(s0, e, device=q.device)[:, None]

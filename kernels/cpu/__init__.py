@@ -325,6 +325,10 @@ def page_scores(q: torch.Tensor, kbounds: torch.Tensor, block_table: torch.Tenso
     N = q.shape[0]
     Hkv, num_pages, two, D = kbounds.shape
     P = block_table.shape[1] if max_pages is None else max_pages
+    if block_table.dim() != 2 or block_table.shape[0] != N or not 0 <= P <= block_table.shape[1]:
+        raise ValueError(f"block_table {tuple(block_table.shape)} does not fit {N} queries and {P} pages")
+    if q.shape[-1] != D or two != 2:
+        raise ValueError(f"q {tuple(q.shape)} does not fit kbounds {tuple(kbounds.shape)}")
     qb = grouped_query_bounds(q, Hkv).contiguous()            # (N, Hkv, 2, D)
     table = block_table.to(torch.int32).contiguous()
     out = torch.empty(N, Hkv, P, dtype=torch.float32)

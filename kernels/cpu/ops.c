@@ -274,11 +274,15 @@ void tk_linear_pack(const void *w, int w_dtype, int64_t N, int64_t K, int64_t si
 }
 
 /* out[j] = silu(g[j]) * u[j] for 16 columns: silu(g) = (g >= 0 ? g : g e) / (1 + e) with
-   e = exp(-|g|) <= 1 (no overflow for any g), the same operations in every build. */
+   e = exp(-|g|) <= 1 (no overflow for any g), and e = 0 for |g| > 87 where exp_nonpos clamps
+   (silu(g) is then g, or -0 for g < 0, as torch's float32 silu gives; -inf gives NaN as there).
+   The same operations in every build. */
 static inline void silu_mul16(const float *g, const float *u, float *out) {
 #if defined(__AVX512F__)
     __m512 gv = _mm512_loadu_ps(g);
-    __m512 e = vexp_nonpos(_mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(gv), _mm512_set1_epi32((int)0x80000000u))));
+    __m512 nabs = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(gv), _mm512_set1_epi32((int)0x80000000u)));
+    __m512 e = vexp_nonpos(nabs);
+    e = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(nabs, _mm512_set1_ps(-87.0f), _CMP_LT_OQ), e, _mm512_setzero_ps());
     __mmask16 neg = _mm512_cmp_ps_mask(gv, _mm512_setzero_ps(), _CMP_NGE_UQ);  /* g < 0 or NaN */
     __m512 num = _mm512_mask_mul_ps(gv, neg, gv, e);
     __m512 silu = _mm512_div_ps(num, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
@@ -286,7 +290,9 @@ static inline void silu_mul16(const float *g, const float *u, float *out) {
 #elif defined(TK_AVX2)
     for (int h = 0; h < 16; h += 8) {
         __m256 gv = _mm256_loadu_ps(g + h);
-        __m256 e = vexp_nonpos(_mm256_or_ps(gv, _mm256_set1_ps(-0.0f)));
+        __m256 nabs = _mm256_or_ps(gv, _mm256_set1_ps(-0.0f));
+        __m256 e = vexp_nonpos(nabs);
+        e = _mm256_blendv_ps(e, _mm256_setzero_ps(), _mm256_cmp_ps(nabs, _mm256_set1_ps(-87.0f), _CMP_LT_OQ));
         __m256 neg = _mm256_cmp_ps(gv, _mm256_setzero_ps(), _CMP_NGE_UQ);
         __m256 num = _mm256_blendv_ps(gv, _mm256_mul_ps(gv, e), neg);
         __m256 silu = _mm256_div_ps(num, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
@@ -294,7 +300,7 @@ static inline void silu_mul16(const float *g, const float *u, float *out) {
     }
 #else
     for (int j = 0; j < 16; j++) {
-        float e = exp_nonpos(-fabsf(g[j]));
+        float e = -fabsf(g[j]) < -87.0f ? 0.0f : exp_nonpos(-fabsf(g[j]));
         float num = g[j] >= 0.0f ? g[j] : g[j] * e;
         out[j] = num / (1.0f + e) * u[j];
     }
@@ -999,13 +1005,16 @@ static inline void split64(float *natural, float *split, int to_split) {
 
 /* The AVX-512 body for bf16 caches with D = 64 and pages a multiple of 16 rows (SmolLM2,
    Llama-style 64-dim heads), for one query and its KV heads kh0 .. kh0 + nh - 1 (G query heads
-   each). The cache is walked page by page and, within a page, head by head, so memory is read
-   in address order (a position's heads are adjacent): the hardware prefetcher streams it.
-   Scores: keys are widened once per 16-row group and shared by the G query heads; a score is
-   four lane-wise products summed by hsum16x16 (rows past the sequence's end in its last page
-   are computed and dropped, so every position takes the same path at any length).
+   each). The cache is walked page by page, 16 positions at a time, and every row read is
+   prefetched two pages ahead (prefetch_ahead). Scores: the keys of up to KF_HEADS heads are
+   widened in address order (a position's heads are adjacent) and shared by the G query heads;
+   a score is four lane-wise products summed by hsum16x16. With qb (bf16 queries times a
+   power-of-two scale, AVX512-BF16 builds) a score is instead two vdpbf16ps over the key row as
+   stored, summed by the same tree, and no key is widened. Rows past the sequence's end in its
+   last page are computed and dropped, so every position takes the same path at any length.
    Values: each output element is accumulated in position order.
-   qf (nh*G, 64) scaled queries; s (nh*G, L) scores; acc (nh*G, 64) scratch; out (nh*G, 64). */
+   qf (nh*G, 64) scaled queries; s (nh*G, L) scores; acc (nh*G, 64) scratch; out (nh*G, 64);
+   qb (nh*G, 64) bf16 or NULL. */
 static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const uint16_t *k_cache,
                                   const uint16_t *v_cache, int64_t Hkv, int64_t kh0, int64_t page_size,
                                   const int32_t *pages, int64_t L, float *s, float *acc, float *out,

@@ -58,6 +58,7 @@ def test_dense_decode_matches_reference(lens, head_dim, page_size, heads, dtype,
 @pytest.mark.parametrize("lens,head_dim", [
     pytest.param([1], 64, id="b1-len1"), pytest.param([63], 40, id="b1-len63-d40"),
     pytest.param([97, 1, 63], 64, id="b3-len97+1+63"),
+    pytest.param([600], 64, id="b1-len600-three-blocks"),
 ])
 def test_dense_prefill_is_causal_per_sequence(lens, head_dim, heads, dtype):
     H, Hkv = HEADS[heads]
@@ -74,6 +75,23 @@ def test_dense_prefill_is_causal_per_sequence(lens, head_dim, heads, dtype):
             exact[t] = naive_attention(q[t].to(dt).double(), kk.double(), vv.double())
             same[t] = naive_attention(q[t].to(dt), kk, vv, dtype=dt if dt != torch.float32 else torch.float32).float()
     tolerance_check(out, exact, same)
+
+
+def test_dense_prefill_blocks_shrink_for_long_prompts(monkeypatch):
+    """On the CPU a long prompt is attended in blocks of fewer query rows (scores kept under
+    _MAX_SCORE_ELEMENTS); the result is the same attention."""
+    from kernels.attention import dense
+
+    g = torch.Generator().manual_seed(8)
+    L, H, Hkv, D = 300, 9, 3, 64
+    q, k, v = (torch.randn(L, h, D, generator=g) for h in (H, Hkv, Hkv))
+    cu = torch.tensor([0, L], dtype=torch.int32)
+    full = dense_prefill(q, k, v, cu)
+    monkeypatch.setattr(dense, "_MAX_SCORE_ELEMENTS", H * L * 40)  # 40 rows per block
+    small = dense_prefill(q, k, v, cu)
+    torch.testing.assert_close(small, full, rtol=1e-5, atol=1e-6)
+    exact = naive_attention(q[L - 1].double(), k.double(), v.double())
+    torch.testing.assert_close(small[L - 1].double(), exact, rtol=1e-5, atol=1e-6)
 
 
 def test_dense_decode_groups_queries_sharing_a_table():

@@ -68,6 +68,16 @@ def test_linear_fused_silu_mul_and_residual(wdtype):
     torch.testing.assert_close(y.double(), ref + residual.double(), atol=1e-4, rtol=1e-4)
 
 
+def test_fused_silu_tails_match_torch():
+    """silu(g) at the edges of the shared exp polynomial's range (it clamps at -87): large |g|,
+    signed zeros, infinities and NaN, as torch's float32 silu gives them."""
+    gate = torch.tensor([-200.0, -100.0, -88.0, -87.0, -86.0, -20.0, -1.0, -0.0, 0.0, 1e-30, 3.0, 87.5, 100.0,
+                         float("inf"), float("-inf"), float("nan")])
+    w = torch.cat([gate, torch.ones(16)])[:, None]  # K = 1: g = x * w with x = 1
+    y = cpu.linear(torch.ones(1, 1), cpu.PackedWeight(w, silu_half=True, dtype=torch.float32))
+    torch.testing.assert_close(y[0], F.silu(gate), rtol=1e-6, atol=1e-35, equal_nan=True)
+
+
 def test_linear_rejects_bad_shapes():
     w = cpu.PackedWeight(torch.randn(32, 64).to(torch.bfloat16))
     with pytest.raises(ValueError, match="expects 64"):
@@ -227,7 +237,18 @@ def test_simd_lanes_name_the_build_this_cpu_gets():
         assert cpu.simd_lanes() == 8
     elif flags:
         assert cpu.simd_lanes() == 0
-    assert cpu.bf16_dot() == ("avx512_bf16" in flags)
+    assert cpu.bf16_dot() == _compiler_targets("__AVX512BF16__")
+    assert not cpu.bf16_dot() or "avx512_bf16" in flags
+
+
+def _compiler_targets(macro: str) -> bool:
+    """Whether the C compiler defines `macro` for -march=native (what the native build sees)."""
+    import shutil
+    import subprocess
+
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    out = subprocess.run([cc, "-march=native", "-dM", "-E", "-x", "c", "/dev/null"], capture_output=True, text=True)
+    return f"#define {macro} " in out.stdout
 
 
 def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
@@ -303,3 +324,11 @@ def test_page_scores_match_the_torch_indexer(heads, hkv, d):
     kw = dict(budget=128, sink_pages=1, local_pages=2)
     assert torch.equal(select_pages(q, cache, 0, table, seq_lens, scorer=cpu.page_scores, **kw),
                        select_pages(q, cache, 0, table, seq_lens, **kw))
+
+
+def test_page_scores_reject_a_table_that_does_not_fit():
+    kbounds = torch.randn(1, 4, 2, 8)
+    with pytest.raises(ValueError, match="does not fit"):
+        cpu.page_scores(torch.randn(1, 1, 8), kbounds, torch.tensor([[1, 2]]), max_pages=5)
+    with pytest.raises(ValueError, match="does not fit"):
+        cpu.page_scores(torch.randn(2, 1, 8), kbounds, torch.tensor([[1, 2]]))
