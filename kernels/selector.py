@@ -162,10 +162,17 @@ def _select(settings: KernelSettings, device: torch.device, interpret: bool):
         if device.type == "cpu" and kernels_cpu.available():
             # The same selection with the page scores read in place by kernels.cpu (the torch
             # reference gathers every page's bounds into a copy first: ~4 ms of a 5 ms sparse step
-            # at 32k context, batch 8).
-            select_pages = functools.partial(select_pages, scorer=kernels_cpu.page_scores)
+            # at 32k context, batch 8) and the top-k in one native pass.
+            select_pages = functools.partial(select_pages, scorer=kernels_cpu.page_scores,
+                                             chooser=kernels_cpu.select_from_scores)
     if settings.decode_kernel == "triton":
         sparse_decode = _triton_module("kernels.attention.triton", "decode_kernel", device, interpret).sparse_decode
+    elif device.type == "cpu" and kernels_cpu.available():
+        # The dense kernel's computation over the selected pages, read in place (the torch
+        # reference gathers them and converts to float32 first: ~2 ms of a 3 ms sparse layer at
+        # batch 32); kernels.attention.reference.sparse_decode stays the reference it is tested
+        # against.
+        sparse_decode = kernels_cpu.sparse_decode
     else:
         from kernels.attention.reference import sparse_decode
     backend = SparseAttention(settings, device, select_pages=select_pages, sparse_decode=sparse_decode)

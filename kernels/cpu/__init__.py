@@ -97,6 +97,10 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.tk_simd_lanes.argtypes, lib.tk_simd_lanes.restype = [], I
     lib.tk_bf16_dot.argtypes, lib.tk_bf16_dot.restype = [], I
     lib.tk_page_scores.argtypes = [P, I64, I64, I64, P, I64, P, I64, I64, P, I]
+    lib.tk_sparse_decode.argtypes = [P, I, I64, I64, I64, I64, P, P, I, I64, I64, P, I64, P, P, I64, F, P, P, P, I]
+    lib.tk_sparse_decode.restype = None
+    lib.tk_select_pages.argtypes = [P, I64, I64, I64, P, I64, I64, I64, I64, P, I]
+    lib.tk_select_pages.restype = None
     lib.tk_page_scores.restype = None
     return lib
 
@@ -277,6 +281,37 @@ def paged_decode(q: torch.Tensor, cache, layer: int, block_table: torch.Tensor |
     return out
 
 
+def sparse_decode(q: torch.Tensor, cache, layer: int, block_table: torch.Tensor, seq_lens: torch.Tensor,
+                  selected: torch.Tensor, *, scale: float | None = None) -> torch.Tensor:
+    """kernels.attention.reference.sparse_decode reading the selected pages in place: q (N, H, D),
+    selected (N, Hkv, K) int32 logical pages (-1 = none) -> (N, H, D) in q.dtype. Each (query, KV
+    head) runs the dense kernel's computation over its selected pages only."""
+    q = q.contiguous()
+    _check(q, "q")
+    N, H, D = q.shape
+    Hkv = cache.n_kv_heads
+    if H % Hkv or D != cache.head_dim:
+        raise ValueError(f"q {tuple(q.shape)} does not fit {cache!r}")
+    K = selected.shape[-1]
+    if selected.shape != (N, Hkv, K):
+        raise ValueError(f"selected must be (N={N}, Hkv={Hkv}, K), got {tuple(selected.shape)}")
+    table = block_table.to(torch.int32).contiguous()
+    lens = seq_lens.to(torch.int32).contiguous()
+    if table.shape[0] != N or lens.shape != (N,):
+        raise ValueError(f"block_table {tuple(block_table.shape)} and seq_lens {tuple(seq_lens.shape)} do not "
+                         f"fit {N} queries")
+    sel = selected.to(torch.int32).contiguous()
+    scale = 1.0 / D ** 0.5 if scale is None else scale
+    out = torch.empty_like(q)
+    fp8 = cache.is_fp8
+    _lib().tk_sparse_decode(q.data_ptr(), _DTYPE_CODES[q.dtype], N, H, Hkv, D, cache.k[layer].data_ptr(),
+                            cache.v[layer].data_ptr(), _KV_CODES[cache.k.dtype], cache.page_size, cache.num_pages,
+                            table.data_ptr(), table.shape[1], lens.data_ptr(), sel.data_ptr(), K, scale,
+                            cache.k_scale[layer].data_ptr() if fp8 else None,
+                            cache.v_scale[layer].data_ptr() if fp8 else None, out.data_ptr(), _threads())
+    return out
+
+
 class LayerWeights:
     """One Llama decoder layer's weights packed for decode_layer (bf16)."""
 
@@ -335,6 +370,25 @@ def page_scores(q: torch.Tensor, kbounds: torch.Tensor, block_table: torch.Tenso
     if N and P:
         _lib().tk_page_scores(qb.data_ptr(), N, Hkv, two * D, kbounds.data_ptr(), num_pages, table.data_ptr(),
                               table.shape[1], P, out.data_ptr(), _threads())
+    return out
+
+
+def select_from_scores(scores: torch.Tensor, seq_lens: torch.Tensor, *, page_size: int, budget: int,
+                       sink_pages: int, local_pages: int, num_pages_out: int | None = None) -> torch.Tensor:
+    """kernels.indexer.reference.select_from_scores in one native pass per (query, KV head): the
+    same pages, the same order, the same -1 padding (a heap of the K best keys instead of ~15
+    torch ops over the whole score tensor)."""
+    from kernels.indexer.reference import num_selected_pages
+
+    N, Hkv, P = scores.shape
+    K = num_selected_pages(budget, page_size, P) if num_pages_out is None else num_pages_out
+    lens = seq_lens.to(torch.int32).contiguous()
+    if lens.shape != (N,):
+        raise ValueError(f"seq_lens {tuple(seq_lens.shape)} does not fit scores {tuple(scores.shape)}")
+    sc = scores.float().contiguous()
+    out = torch.empty(N, Hkv, K, dtype=torch.int32)
+    _lib().tk_select_pages(sc.data_ptr(), N, Hkv, P, lens.data_ptr(), page_size, sink_pages, local_pages, K,
+                           out.data_ptr(), _threads())
     return out
 
 

@@ -1205,89 +1205,153 @@ static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const 
 #define DECODE_GROUP 8
 #endif
 
+/* One decode task: query n's KV heads h0 .. h0 + per - 1 (G query heads each) over positions
+   0 .. L-1 laid out on `pages` (full pages, the last one possibly partial). */
+static void decode_task(const void *q, int q_dtype, int64_t n, int64_t H, int64_t Hkv, int64_t D, int64_t h0,
+                        int64_t per, const int32_t *pages, int64_t L, const void *k_cache, const void *v_cache,
+                        int kv_dtype, int64_t page_size, float scale, int bf16_scores, const float *k_scale,
+                        const float *v_scale, void *out) {
+    const int64_t G = H / Hkv, R = per * G, kv_bytes = kv_dtype == F32 ? 4 : kv_dtype == BF16 ? 2 : 1;
+    (void)bf16_scores;
+    float *buf = thread_buffer(R * D * 4 + R * L + 64);
+    float *qf = buf, *acc = qf + R * D, *row = acc + R * D, *s = row + R * D;  /* row: R * D scratch */
+    uint16_t *qb = NULL;
+    for (int64_t r = 0; r < R; r++)  /* row r: KV head h0 + r / G, query head (h0 * G) + r */
+        for (int64_t d = 0; d < D; d++)
+            qf[r * D + d] = load_elem(q, q_dtype, (n * H + h0 * G + r) * D + d) * scale;
+#if defined(TK_BF16_DOT)
+    if (bf16_scores) {  /* the scaled bf16 queries are exact in bf16 */
+        qb = (uint16_t *)(s + R * L);
+        for (int64_t i = 0; i < R * D; i++) qb[i] = f32_to_bf16(qf[i]);
+    }
+#endif
+    (void)qb;
+#if defined(DECODE_GROUP)
+    if (kv_dtype == BF16 && D == 64 && G <= 4 && page_size % DECODE_GROUP == 0) {
+        decode_heads_bf16_d64(qf, G, per, (const uint16_t *)k_cache, (const uint16_t *)v_cache, Hkv, h0,
+                              page_size, pages, L, s, row, acc, qb);
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t d = 0; d < D; d++)
+                store_elem(out, q_dtype, (n * H + h0 * G + r) * D + d, acc[r * D + d]);
+        return;
+    }
+#endif
+    for (int64_t t0 = 0; t0 < L; t0 += page_size) {  /* page by page: no division per position */
+        int64_t base = (int64_t)pages[t0 / page_size] * page_size, end = t0 + page_size < L ? t0 + page_size : L;
+        for (int64_t t = t0; t < end; t++)
+            for (int64_t j = 0; j < per; j++) {
+                int64_t kh = h0 + j;
+                prefetch_ahead(k_cache, kv_bytes, pages, t0, L, page_size, t - t0, Hkv, kh, D);
+                load_row(k_cache, kv_dtype, ((base + t - t0) * Hkv + kh) * D, D, k_scale ? k_scale[kh] : 1.0f, row);
+                for (int64_t g = 0; g < G; g++) s[(j * G + g) * L + t] = dot(qf + (j * G + g) * D, row, D);
+            }
+    }
+    for (int64_t r = 0; r < R; r++) softmax_inplace(s + r * L, L);
+    for (int64_t i = 0; i < R * D; i++) acc[i] = 0.0f;
+    for (int64_t t0 = 0; t0 < L; t0 += page_size) {
+        int64_t base = (int64_t)pages[t0 / page_size] * page_size, end = t0 + page_size < L ? t0 + page_size : L;
+        for (int64_t t = t0; t < end; t++)
+            for (int64_t j = 0; j < per; j++) {
+                int64_t kh = h0 + j;
+                prefetch_ahead(v_cache, kv_bytes, pages, t0, L, page_size, t - t0, Hkv, kh, D);
+                load_row(v_cache, kv_dtype, ((base + t - t0) * Hkv + kh) * D, D, v_scale ? v_scale[kh] : 1.0f, row);
+                for (int64_t g = 0; g < G; g++) {
+                    float p = s[(j * G + g) * L + t];
+                    float *a = acc + (j * G + g) * D;
+                    int64_t d = 0;
+#if defined(__AVX512F__)
+                    __m512 vp = _mm512_set1_ps(p);
+                    for (; d + 16 <= D; d += 16)
+                        _mm512_storeu_ps(a + d, _mm512_fmadd_ps(vp, _mm512_loadu_ps(row + d), _mm512_loadu_ps(a + d)));
+#elif defined(TK_AVX2)
+                    __m256 vp = _mm256_set1_ps(p);
+                    for (; d + 8 <= D; d += 8)
+                        _mm256_storeu_ps(a + d, _mm256_fmadd_ps(vp, _mm256_loadu_ps(row + d), _mm256_loadu_ps(a + d)));
+#endif
+                    for (; d < D; d++) a[d] = fmaf(p, row[d], a[d]);
+                }
+            }
+    }
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t d = 0; d < D; d++)
+            store_elem(out, q_dtype, (n * H + h0 * G + r) * D + d, acc[r * D + d]);
+}
+
+/* Whether bf16 queries times `scale` stay exact in bf16 (scale a power of two, e.g. 1/sqrt(64)):
+   the AVX512-BF16 build then takes the score products with vdpbf16ps (exact products, float32
+   sums) instead of widening every key. */
+static int exact_bf16_scores(int q_dtype, int kv_dtype, float scale) {
+    int e;
+    return q_dtype == BF16 && kv_dtype == BF16 && frexpf(scale, &e) == 0.5f;
+}
+
 void tk_paged_decode(const void *q, int q_dtype, int64_t N, int64_t H, int64_t Hkv, int64_t D,
                      const void *k_cache, const void *v_cache, int kv_dtype, int64_t page_size,
                      const int32_t *block_table, int64_t bt_stride, const int32_t *seq_lens, float scale,
                      const float *k_scale, const float *v_scale, void *out, int nthreads) {
     fp8_init();
-    int64_t G = H / Hkv, kv_bytes = kv_dtype == F32 ? 4 : kv_dtype == BF16 ? 2 : 1;
-    /* bf16 queries scaled by a power of two (1/sqrt(D) for D = 64) stay exact in bf16: the
-       AVX512-BF16 build then takes the score products with vdpbf16ps (exact products, float32
-       sums) instead of widening every key. */
-    int scale_exp;
-    int bf16_scores = q_dtype == BF16 && kv_dtype == BF16 && frexpf(scale, &scale_exp) == 0.5f;
-    (void)bf16_scores;
+    int bf16_scores = exact_bf16_scores(q_dtype, kv_dtype, scale);
     /* A task is one query with all its KV heads (the rows of a position are adjacent in the
        cache, so a task streams memory), or one (query, KV head) when there are fewer queries
        than threads. The math per (query, head) is the same either way. */
     int64_t split = N < nthreads ? Hkv : 1, per = Hkv / split;
 #pragma omp parallel for schedule(static) num_threads(nthreads)
     for (int64_t task = 0; task < N * split; task++) {
-        int64_t n = task / split, h0 = (task % split) * per, L = seq_lens[n], R = per * G;
-        float *buf = thread_buffer(R * D * 4 + R * L + 64);
-        float *qf = buf, *acc = qf + R * D, *row = acc + R * D, *s = row + R * D;  /* row: R * D scratch */
-        uint16_t *qb = NULL;
-        for (int64_t r = 0; r < R; r++)  /* row r: KV head h0 + r / G, query head (h0 * G) + r */
-            for (int64_t d = 0; d < D; d++)
-                qf[r * D + d] = load_elem(q, q_dtype, (n * H + h0 * G + r) * D + d) * scale;
-#if defined(TK_BF16_DOT)
-        if (bf16_scores) {  /* the scaled bf16 queries are exact in bf16 */
-            qb = (uint16_t *)(s + R * L);
-            for (int64_t i = 0; i < R * D; i++) qb[i] = f32_to_bf16(qf[i]);
-        }
-#endif
-        (void)qb;
-        const int32_t *pages = block_table + n * bt_stride;
-#if defined(DECODE_GROUP)
-        if (kv_dtype == BF16 && D == 64 && G <= 4 && page_size % DECODE_GROUP == 0) {
-            decode_heads_bf16_d64(qf, G, per, (const uint16_t *)k_cache, (const uint16_t *)v_cache, Hkv, h0,
-                                  page_size, pages, L, s, row, acc, qb);
-            for (int64_t r = 0; r < R; r++)
-                for (int64_t d = 0; d < D; d++)
-                    store_elem(out, q_dtype, (n * H + h0 * G + r) * D + d, acc[r * D + d]);
-            continue;
-        }
-#endif
-        for (int64_t t0 = 0; t0 < L; t0 += page_size) {  /* page by page: no division per position */
-            int64_t base = (int64_t)pages[t0 / page_size] * page_size, end = t0 + page_size < L ? t0 + page_size : L;
-            for (int64_t t = t0; t < end; t++)
-                for (int64_t j = 0; j < per; j++) {
-                    int64_t kh = h0 + j;
-                    prefetch_ahead(k_cache, kv_bytes, pages, t0, L, page_size, t - t0, Hkv, kh, D);
-                    load_row(k_cache, kv_dtype, ((base + t - t0) * Hkv + kh) * D, D, k_scale ? k_scale[kh] : 1.0f, row);
-                    for (int64_t g = 0; g < G; g++) s[(j * G + g) * L + t] = dot(qf + (j * G + g) * D, row, D);
-                }
-        }
-        for (int64_t r = 0; r < R; r++) softmax_inplace(s + r * L, L);
-        for (int64_t i = 0; i < R * D; i++) acc[i] = 0.0f;
-        for (int64_t t0 = 0; t0 < L; t0 += page_size) {
-            int64_t base = (int64_t)pages[t0 / page_size] * page_size, end = t0 + page_size < L ? t0 + page_size : L;
-            for (int64_t t = t0; t < end; t++)
-                for (int64_t j = 0; j < per; j++) {
-                    int64_t kh = h0 + j;
-                    prefetch_ahead(v_cache, kv_bytes, pages, t0, L, page_size, t - t0, Hkv, kh, D);
-                    load_row(v_cache, kv_dtype, ((base + t - t0) * Hkv + kh) * D, D, v_scale ? v_scale[kh] : 1.0f, row);
-                    for (int64_t g = 0; g < G; g++) {
-                        float p = s[(j * G + g) * L + t];
-                        float *a = acc + (j * G + g) * D;
-                        int64_t d = 0;
-#if defined(__AVX512F__)
-                        __m512 vp = _mm512_set1_ps(p);
-                        for (; d + 16 <= D; d += 16)
-                            _mm512_storeu_ps(a + d, _mm512_fmadd_ps(vp, _mm512_loadu_ps(row + d), _mm512_loadu_ps(a + d)));
-#elif defined(TK_AVX2)
-                        __m256 vp = _mm256_set1_ps(p);
-                        for (; d + 8 <= D; d += 8)
-                            _mm256_storeu_ps(a + d, _mm256_fmadd_ps(vp, _mm256_loadu_ps(row + d), _mm256_loadu_ps(a + d)));
-#endif
-                        for (; d < D; d++) a[d] = fmaf(p, row[d], a[d]);
-                    }
-                }
-        }
-        for (int64_t r = 0; r < R; r++)
-            for (int64_t d = 0; d < D; d++)
-                store_elem(out, q_dtype, (n * H + h0 * G + r) * D + d, acc[r * D + d]);
+        int64_t n = task / split;
+        decode_task(q, q_dtype, n, H, Hkv, D, (task % split) * per, per, block_table + n * bt_stride, seq_lens[n],
+                    k_cache, v_cache, kv_dtype, page_size, scale, bf16_scores, k_scale, v_scale, out);
     }
+}
+
+/* ------------------------------------------------------------------------------ sparse decode attention
+ * Each query and KV head attends only to its selected logical pages (selected (N, Hkv, K) int32
+ * positions in the block-table row, -1 = none; kernels/indexer): the selected pages, full ones
+ * first in the given order and a sequence's partial last page after them, become that task's
+ * page list, and decode_task runs over it as over a whole sequence. With every page selected in
+ * order this is exactly the dense computation of tk_paged_decode. */
+static int32_t *thread_ints(int64_t n) {
+    static __thread int32_t *buf = NULL;
+    static __thread int64_t cap = 0;
+    if (n > cap) {
+        free(buf);
+        cap = n + 64;
+        buf = (int32_t *)malloc((size_t)cap * 4);
+    }
+    return buf;
+}
+
+void tk_sparse_decode(const void *q, int q_dtype, int64_t N, int64_t H, int64_t Hkv, int64_t D,
+                      const void *k_cache, const void *v_cache, int kv_dtype, int64_t page_size, int64_t num_pages,
+                      const int32_t *block_table, int64_t bt_stride, const int32_t *seq_lens,
+                      const int32_t *selected, int64_t K, float scale, const float *k_scale, const float *v_scale,
+                      void *out, int nthreads) {
+    fp8_init();
+    int bf16_scores = exact_bf16_scores(q_dtype, kv_dtype, scale);
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nthreads)
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < Hkv; h++) {
+            int32_t *list = thread_ints(K);
+            const int32_t *sel = selected + (n * Hkv + h) * K;
+            int64_t L = seq_lens[n], rows = 0, count = 0, partial = -1, partial_rows = 0;
+            for (int64_t i = 0; i < K; i++) {
+                int64_t p = sel[i];
+                if (p < 0 || p >= bt_stride || p * page_size >= L) continue;
+                int64_t phys = block_table[n * bt_stride + p];
+                phys = phys < 0 ? 0 : phys >= num_pages ? num_pages - 1 : phys;
+                int64_t r = L - p * page_size < page_size ? L - p * page_size : page_size;
+                if (r < page_size) { partial = phys; partial_rows = r; continue; }
+                list[count++] = (int32_t)phys;
+                rows += r;
+            }
+            if (partial >= 0) { list[count++] = (int32_t)partial; rows += partial_rows; }
+            if (rows == 0) {  /* nothing selected: softmax over no position, NaN as in the reference */
+                for (int64_t r = 0; r < H / Hkv; r++)
+                    for (int64_t d = 0; d < D; d++) store_elem(out, q_dtype, (n * H + h * (H / Hkv) + r) * D + d, NAN);
+                continue;
+            }
+            decode_task(q, q_dtype, n, H, Hkv, D, h, 1, list, rows, k_cache, v_cache, kv_dtype, page_size, scale,
+                        bf16_scores, k_scale, v_scale, out);
+        }
 }
 
 /* ------------------------------------------------------------------------------ one decoder layer
@@ -1366,6 +1430,71 @@ void tk_page_scores(const float *qb, int64_t N, int64_t Hkv, int64_t W, const fl
                 int64_t page = bt[p] < 0 ? 0 : bt[p] >= num_pages ? num_pages - 1 : bt[p];
                 o[p] = dot_lanes16(q, rows + page * W, W);
             }
+        }
+}
+
+/* ------------------------------------------------------------------------------ top-k page selection
+ * kernels.indexer.reference.select_from_scores for scores (N, Hkv, P) -> out (N, Hkv, K) int32:
+ * pages past a sequence's end never chosen, the first `sink` and last `local` valid pages always,
+ * then the highest scores, ties to the lower page; ascending, padded with -1. The same ranking
+ * key as the reference: the score's bits made monotone (NaN canonical and above +inf, -0 as 0)
+ * in the high half of an int64, P - 1 - page in the low half; chosen entries whose score is -inf
+ * or NaN are dropped, as there. */
+static inline int64_t page_key(float v, int64_t p, int64_t P) {
+    int32_t bits;
+    if (v != v) bits = 0x7fc00000;
+    else { v = v + 0.0f; memcpy(&bits, &v, 4); }
+    int64_t monotone = bits >= 0 ? bits : (bits ^ 0x7FFFFFFF);
+    return monotone * 4294967296LL + (P - 1 - p);
+}
+
+static inline void heap_sift_down(int64_t *h, int64_t n, int64_t i) {  /* min-heap */
+    for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && h[l] < h[m]) m = l;
+        if (r < n && h[r] < h[m]) m = r;
+        if (m == i) return;
+        int64_t t = h[i]; h[i] = h[m]; h[m] = t;
+        i = m;
+    }
+}
+
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+void tk_select_pages(const float *scores, int64_t N, int64_t Hkv, int64_t P, const int32_t *seq_lens,
+                     int64_t page_size, int64_t sink, int64_t local, int64_t K, int32_t *out, int nthreads) {
+    const int64_t k_top = K < P ? K : P;
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nthreads) if (N * Hkv * P >= 16384)
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < Hkv; h++) {
+            const float *sc = scores + (n * Hkv + h) * P;
+            int32_t *o = out + (n * Hkv + h) * K;
+            int64_t n_pages = ((int64_t)seq_lens[n] + page_size - 1) / page_size;
+            int64_t *heap = (int64_t *)thread_ints(2 * k_top + 2);
+            int64_t filled = 0;
+            for (int64_t p = 0; p < P; p++) {
+                float v = p >= n_pages ? -INFINITY : (p < sink || p >= n_pages - local) ? INFINITY : sc[p];
+                int64_t key = page_key(v, p, P);
+                if (filled < k_top) {
+                    heap[filled++] = key;
+                    if (filled == k_top)
+                        for (int64_t i = k_top / 2 - 1; i >= 0; i--) heap_sift_down(heap, k_top, i);
+                } else if (k_top > 0 && key > heap[0]) {
+                    heap[0] = key;
+                    heap_sift_down(heap, k_top, 0);
+                }
+            }
+            int64_t kept = 0;
+            for (int64_t i = 0; i < filled; i++) {
+                int64_t p = P - 1 - (heap[i] & 0xFFFFFFFFLL);
+                float v = p >= n_pages ? -INFINITY : (p < sink || p >= n_pages - local) ? INFINITY : sc[p];
+                if (v > -INFINITY) o[kept++] = (int32_t)p;  /* (false for NaN, as in the reference) */
+            }
+            qsort(o, (size_t)kept, sizeof(int32_t), cmp_i32);
+            for (int64_t i = kept; i < K; i++) o[i] = -1;
         }
 }
 

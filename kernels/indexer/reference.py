@@ -100,14 +100,16 @@ def select_pages(
     sink_pages: int,
     local_pages: int,
     scorer=page_scores,
+    chooser=select_from_scores,
 ) -> torch.Tensor:
     """(N, H, D) decode queries -> (N, Hkv, K) int32 selected logical pages, K =
     min(budget // page_size, P). Static shape, no host synchronisation. `scorer` computes the
-    page scores (page_scores here; the selector passes kernels.cpu.page_scores on the CPU, the
-    same bounds without the gather)."""
+    page scores and `chooser` picks the pages (the functions here; on the CPU the selector passes
+    kernels.cpu.page_scores and kernels.cpu.select_from_scores: the same scores without the
+    gather, the same selection in one native pass)."""
     P = block_table.shape[1]
     scores = scorer(q, cache.kbounds[layer], block_table)
-    return select_from_scores(
+    return chooser(
         scores, seq_lens, page_size=cache.page_size, budget=budget, sink_pages=sink_pages,
         local_pages=local_pages, num_pages_out=num_selected_pages(budget, cache.page_size, P),
     )

@@ -332,3 +332,69 @@ def test_page_scores_reject_a_table_that_does_not_fit():
         cpu.page_scores(torch.randn(1, 1, 8), kbounds, torch.tensor([[1, 2]]), max_pages=5)
     with pytest.raises(ValueError, match="does not fit"):
         cpu.page_scores(torch.randn(2, 1, 8), kbounds, torch.tensor([[1, 2]]))
+
+
+@pytest.mark.parametrize("kv", ["auto", "fp8_e4m3"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
+@pytest.mark.parametrize("heads,hkv,d", [(9, 3, 64), (4, 4, 64), (6, 2, 40)], ids=["gqa3-d64", "mha-d64", "gqa3-d40"])
+@pytest.mark.parametrize("page_size,budget", [(16, 64), (16, 4096), (64, 128)], ids=["p16-b64", "p16-all", "p64-b128"])
+def test_sparse_decode_matches_the_torch_reference(kv, dtype, heads, hkv, d, page_size, budget):
+    from kernels.attention.reference import sparse_decode
+    from kernels.indexer.reference import select_pages
+
+    lens = [1, 63, 97, 1025]
+    cache, table, seq_lens = _filled_cache(dtype, lens, page_size=page_size, hkv=hkv, d=d, kv=kv)
+    q = torch.randn(len(lens), heads, d, generator=torch.Generator().manual_seed(14)).to(dtype)
+    selected = select_pages(q, cache, 0, table, seq_lens, budget=budget, sink_pages=1, local_pages=2)
+    out = cpu.sparse_decode(q, cache, 0, table, seq_lens, selected)
+    exact = sparse_decode(q.double().float(), cache, 0, table, seq_lens, selected)  # float32 reference
+    if dtype == torch.float32:
+        torch.testing.assert_close(out, exact, atol=2e-6, rtol=1e-5)
+    else:  # the tolerance rule: at most 2x the error of the torch path in the same dtype
+        same = sparse_decode(q, cache, 0, table, seq_lens, selected).float()
+        assert (out.float() - exact).abs().max() <= 2 * (same - exact).abs().max() + 1e-6
+    if budget >= max(lens):  # every page, in order: exactly the dense kernel
+        assert torch.equal(out, cpu.paged_decode(q, cache, 0, table, seq_lens, scale=1 / math.sqrt(d)))
+
+
+def test_sparse_decode_is_batch_invariant_and_takes_any_page_order():
+    from kernels.attention.reference import sparse_decode
+
+    lens = [5, 300, 17, 1025]
+    cache, table, seq_lens = _filled_cache(torch.bfloat16, lens, page_size=16, hkv=3, d=64)
+    q = torch.randn(len(lens), 9, 64, generator=torch.Generator().manual_seed(15)).to(torch.bfloat16)
+    g = torch.Generator().manual_seed(16)
+    selected = torch.full((len(lens), 3, 6), -1, dtype=torch.int32)
+    for i, n in enumerate(lens):  # random valid pages, unsorted, the partial last page anywhere, -1 gaps
+        pages = torch.randperm(-(-n // 16), generator=g)[:5].int()
+        selected[i, :, : len(pages)] = pages
+    selected = selected[:, :, torch.randperm(6, generator=g)]
+    full = cpu.sparse_decode(q, cache, 0, table, seq_lens, selected)
+    ref = sparse_decode(q.float(), cache, 0, table, seq_lens, selected)
+    same = sparse_decode(q, cache, 0, table, seq_lens, selected).float()
+    assert (full.float() - ref).abs().max() <= 2 * (same - ref).abs().max() + 1e-6
+    for rows in ([0], [3], [2, 0]):
+        part = cpu.sparse_decode(q[rows], cache, 0, table[rows], seq_lens[rows], selected[rows])
+        assert torch.equal(part, full[rows]), rows
+
+
+@pytest.mark.parametrize("P,budget,sink,local", [(1, 64, 1, 2), (7, 48, 0, 1), (64, 128, 1, 2), (300, 512, 2, 3),
+                                                  (40, 4096, 1, 2)], ids=lambda v: str(v))
+def test_select_from_scores_equals_the_torch_reference(P, budget, sink, local):
+    """The native top-k against kernels.indexer.reference.select_from_scores, exactly: ties (many
+    equal scores), NaN, +-inf, -0.0 and +0.0, sequences of every length up to the table."""
+    from kernels.indexer.reference import select_from_scores
+
+    g = torch.Generator().manual_seed(P + budget)
+    N, Hkv = 6, 3
+    for trial in range(20):
+        scores = torch.randint(-4, 5, (N, Hkv, P), generator=g).float() / 2  # coarse: many ties
+        if trial % 2:
+            scores = torch.randn(N, Hkv, P, generator=g)
+        special = torch.tensor([float("nan"), float("inf"), float("-inf"), -0.0, 0.0])
+        pick = torch.rand(N, Hkv, P, generator=g) < 0.1
+        scores[pick] = special[torch.randint(0, 5, (int(pick.sum()),), generator=g)]
+        seq_lens = torch.randint(1, P * 16 + 1, (N,), generator=g)
+        kw = dict(page_size=16, budget=budget, sink_pages=sink, local_pages=local)
+        expected = select_from_scores(scores, seq_lens, **kw)
+        assert torch.equal(cpu.select_from_scores(scores, seq_lens, **kw), expected), trial

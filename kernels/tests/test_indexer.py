@@ -50,7 +50,7 @@ CASES = [
 @pytest.mark.parametrize("lens,page_size,budget,sink,local,head_dim", CASES)
 def test_torch_selection_equals_bruteforce(lens, page_size, budget, sink, local, head_dim, heads, kv_cache_dtype,
                                            scorer):
-    """`native`: the page scores read in place by kernels.cpu, as the selector runs indexer=torch
+    """`native`: the page scores and the top-k by kernels.cpu, as the selector runs indexer=torch
     on the CPU."""
     from kernels import cpu
 
@@ -63,7 +63,7 @@ def test_torch_selection_equals_bruteforce(lens, page_size, budget, sink, local,
                        kv_cache_dtype=kv_cache_dtype, seed=len(lens) + head_dim, discrete=True,
                        scales=2.0**-5 if kv_cache_dtype == "fp8_e4m3" else None)
     q = draw_queries(len(lens), H, head_dim, seed=7, discrete=True)
-    kw = {"scorer": cpu.page_scores} if scorer == "native" else {}
+    kw = {"scorer": cpu.page_scores, "chooser": cpu.select_from_scores} if scorer == "native" else {}
     got = torch_indexer.select_pages(q, batch.cache, 0, batch.block_table, batch.seq_lens,
                                      budget=budget, sink_pages=sink, local_pages=local, **kw)
     expected = _expected(batch, q, budget=budget, sink=sink, local=local)
