@@ -1205,13 +1205,22 @@ static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const 
 #define DECODE_GROUP 8
 #endif
 
+/* Row t (logical position; page t0 / page_size holds it) of KV head kh into `row` in float32,
+   dequantized, with the row two pages ahead prefetched. */
+static inline void task_row(const void *cache, int kv_dtype, const float *scales, const int32_t *pages, int64_t t0,
+                            int64_t t, int64_t L, int64_t page_size, int64_t Hkv, int64_t kh, int64_t D, float *row) {
+    int64_t base = (int64_t)pages[t0 / page_size] * page_size;
+    prefetch_ahead(cache, kv_dtype == F32 ? 4 : kv_dtype == BF16 ? 2 : 1, pages, t0, L, page_size, t - t0, Hkv, kh, D);
+    load_row(cache, kv_dtype, ((base + t - t0) * Hkv + kh) * D, D, scales ? scales[kh] : 1.0f, row);
+}
+
 /* One decode task: query n's KV heads h0 .. h0 + per - 1 (G query heads each) over positions
    0 .. L-1 laid out on `pages` (full pages, the last one possibly partial). */
 static void decode_task(const void *q, int q_dtype, int64_t n, int64_t H, int64_t Hkv, int64_t D, int64_t h0,
                         int64_t per, const int32_t *pages, int64_t L, const void *k_cache, const void *v_cache,
                         int kv_dtype, int64_t page_size, float scale, int bf16_scores, const float *k_scale,
                         const float *v_scale, void *out) {
-    const int64_t G = H / Hkv, R = per * G, kv_bytes = kv_dtype == F32 ? 4 : kv_dtype == BF16 ? 2 : 1;
+    const int64_t G = H / Hkv, R = per * G;
     (void)bf16_scores;
     float *buf = thread_buffer(R * D * 4 + R * L + 64);
     float *qf = buf, *acc = qf + R * D, *row = acc + R * D, *s = row + R * D;  /* row: R * D scratch */
@@ -1236,25 +1245,18 @@ static void decode_task(const void *q, int q_dtype, int64_t n, int64_t H, int64_
         return;
     }
 #endif
-    for (int64_t t0 = 0; t0 < L; t0 += page_size) {  /* page by page: no division per position */
-        int64_t base = (int64_t)pages[t0 / page_size] * page_size, end = t0 + page_size < L ? t0 + page_size : L;
-        for (int64_t t = t0; t < end; t++)
+    for (int64_t t0 = 0; t0 < L; t0 += page_size)  /* page by page: no division per position */
+        for (int64_t t = t0; t < t0 + page_size && t < L; t++)
             for (int64_t j = 0; j < per; j++) {
-                int64_t kh = h0 + j;
-                prefetch_ahead(k_cache, kv_bytes, pages, t0, L, page_size, t - t0, Hkv, kh, D);
-                load_row(k_cache, kv_dtype, ((base + t - t0) * Hkv + kh) * D, D, k_scale ? k_scale[kh] : 1.0f, row);
+                task_row(k_cache, kv_dtype, k_scale, pages, t0, t, L, page_size, Hkv, h0 + j, D, row);
                 for (int64_t g = 0; g < G; g++) s[(j * G + g) * L + t] = dot(qf + (j * G + g) * D, row, D);
             }
-    }
     for (int64_t r = 0; r < R; r++) softmax_inplace(s + r * L, L);
     for (int64_t i = 0; i < R * D; i++) acc[i] = 0.0f;
-    for (int64_t t0 = 0; t0 < L; t0 += page_size) {
-        int64_t base = (int64_t)pages[t0 / page_size] * page_size, end = t0 + page_size < L ? t0 + page_size : L;
-        for (int64_t t = t0; t < end; t++)
+    for (int64_t t0 = 0; t0 < L; t0 += page_size)
+        for (int64_t t = t0; t < t0 + page_size && t < L; t++)
             for (int64_t j = 0; j < per; j++) {
-                int64_t kh = h0 + j;
-                prefetch_ahead(v_cache, kv_bytes, pages, t0, L, page_size, t - t0, Hkv, kh, D);
-                load_row(v_cache, kv_dtype, ((base + t - t0) * Hkv + kh) * D, D, v_scale ? v_scale[kh] : 1.0f, row);
+                task_row(v_cache, kv_dtype, v_scale, pages, t0, t, L, page_size, Hkv, h0 + j, D, row);
                 for (int64_t g = 0; g < G; g++) {
                     float p = s[(j * G + g) * L + t];
                     float *a = acc + (j * G + g) * D;
@@ -1271,7 +1273,6 @@ static void decode_task(const void *q, int q_dtype, int64_t n, int64_t H, int64_
                     for (; d < D; d++) a[d] = fmaf(p, row[d], a[d]);
                 }
             }
-    }
     for (int64_t r = 0; r < R; r++)
         for (int64_t d = 0; d < D; d++)
             store_elem(out, q_dtype, (n * H + h0 * G + r) * D + d, acc[r * D + d]);
