@@ -97,7 +97,7 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.tk_simd_lanes.argtypes, lib.tk_simd_lanes.restype = [], I
     lib.tk_bf16_dot.argtypes, lib.tk_bf16_dot.restype = [], I
     lib.tk_page_scores.argtypes = [P, I64, I64, I64, P, I64, P, I64, I64, P, I]
-    lib.tk_sparse_decode.argtypes = [P, I, I64, I64, I64, I64, P, P, I, I64, I64, P, I64, P, P, I64, F, P, P, P, I]
+    lib.tk_sparse_decode.argtypes = [P, I, I64, I64, I64, I64, P, P, I, I64, I64, P, I64, P, P, I64, F, P, P, P, P, I]
     lib.tk_sparse_decode.restype = None
     lib.tk_select_pages.argtypes = [P, I64, I64, I64, P, I64, I64, I64, I64, P, I]
     lib.tk_select_pages.restype = None
@@ -285,7 +285,12 @@ def sparse_decode(q: torch.Tensor, cache, layer: int, block_table: torch.Tensor,
                   selected: torch.Tensor, *, scale: float | None = None) -> torch.Tensor:
     """kernels.attention.reference.sparse_decode reading the selected pages in place: q (N, H, D),
     selected (N, Hkv, K) int32 logical pages (-1 = none) -> (N, H, D) in q.dtype. Each (query, KV
-    head) runs the dense kernel's computation over its selected pages only."""
+    head) runs the dense kernel's computation over its selected pages only. Other dtypes (e.g.
+    float16) go to the reference."""
+    if q.dtype not in _DTYPE_CODES or cache.k.dtype not in _KV_CODES:
+        from kernels.attention.reference import sparse_decode as reference
+
+        return reference(q, cache, layer, block_table, seq_lens, selected, scale=scale)
     q = q.contiguous()
     _check(q, "q")
     N, H, D = q.shape
@@ -301,14 +306,21 @@ def sparse_decode(q: torch.Tensor, cache, layer: int, block_table: torch.Tensor,
         raise ValueError(f"block_table {tuple(block_table.shape)} and seq_lens {tuple(seq_lens.shape)} do not "
                          f"fit {N} queries")
     sel = selected.to(torch.int32).contiguous()
+    if sel.numel() and int(sel.max()) >= table.shape[1]:
+        raise ValueError(f"selected pages reach {int(sel.max())}, past the block table's {table.shape[1]} pages")
     scale = 1.0 / D ** 0.5 if scale is None else scale
     out = torch.empty_like(q)
+    duplicates = torch.zeros(1, dtype=torch.int32)
     fp8 = cache.is_fp8
     _lib().tk_sparse_decode(q.data_ptr(), _DTYPE_CODES[q.dtype], N, H, Hkv, D, cache.k[layer].data_ptr(),
                             cache.v[layer].data_ptr(), _KV_CODES[cache.k.dtype], cache.page_size, cache.num_pages,
                             table.data_ptr(), table.shape[1], lens.data_ptr(), sel.data_ptr(), K, scale,
                             cache.k_scale[layer].data_ptr() if fp8 else None,
-                            cache.v_scale[layer].data_ptr() if fp8 else None, out.data_ptr(), _threads())
+                            cache.v_scale[layer].data_ptr() if fp8 else None, out.data_ptr(), duplicates.data_ptr(),
+                            _threads())
+    if int(duplicates):
+        raise ValueError("selected lists a page twice for some query and KV head; the indexer never does "
+                         "(kernels.attention.reference.sparse_decode would attend it twice)")
     return out
 
 
@@ -385,10 +397,12 @@ def select_from_scores(scores: torch.Tensor, seq_lens: torch.Tensor, *, page_siz
     lens = seq_lens.to(torch.int32).contiguous()
     if lens.shape != (N,):
         raise ValueError(f"seq_lens {tuple(seq_lens.shape)} does not fit scores {tuple(scores.shape)}")
+    K = min(K, P)  # the reference's width: top-k of at most P pages
     sc = scores.float().contiguous()
     out = torch.empty(N, Hkv, K, dtype=torch.int32)
-    _lib().tk_select_pages(sc.data_ptr(), N, Hkv, P, lens.data_ptr(), page_size, sink_pages, local_pages, K,
-                           out.data_ptr(), _threads())
+    if out.numel():
+        _lib().tk_select_pages(sc.data_ptr(), N, Hkv, P, lens.data_ptr(), page_size, sink_pages, local_pages, K,
+                               out.data_ptr(), _threads())
     return out
 
 

@@ -1321,11 +1321,24 @@ static int32_t *thread_ints(int64_t n) {
     return buf;
 }
 
+/* Whether a non-negative page appears twice in sel[0..K) (ascending input, the indexer's, costs
+   one pass). */
+static int has_duplicate(const int32_t *sel, int64_t K) {
+    int ascending = 1;
+    for (int64_t i = 1; i < K && ascending; i++)
+        if (sel[i] >= 0 && sel[i] <= sel[i - 1]) ascending = 0;
+    if (ascending) return 0;
+    for (int64_t i = 0; i < K; i++)
+        for (int64_t j = i + 1; j < K; j++)
+            if (sel[i] >= 0 && sel[i] == sel[j]) return 1;
+    return 0;
+}
+
 void tk_sparse_decode(const void *q, int q_dtype, int64_t N, int64_t H, int64_t Hkv, int64_t D,
                       const void *k_cache, const void *v_cache, int kv_dtype, int64_t page_size, int64_t num_pages,
                       const int32_t *block_table, int64_t bt_stride, const int32_t *seq_lens,
                       const int32_t *selected, int64_t K, float scale, const float *k_scale, const float *v_scale,
-                      void *out, int nthreads) {
+                      void *out, int32_t *duplicates, int nthreads) {
     fp8_init();
     int bf16_scores = exact_bf16_scores(q_dtype, kv_dtype, scale);
 #pragma omp parallel for collapse(2) schedule(static) num_threads(nthreads)
@@ -1333,6 +1346,11 @@ void tk_sparse_decode(const void *q, int q_dtype, int64_t N, int64_t H, int64_t 
         for (int64_t h = 0; h < Hkv; h++) {
             int32_t *list = thread_ints(K);
             const int32_t *sel = selected + (n * Hkv + h) * K;
+            if (has_duplicate(sel, K)) {  /* the caller raises: a page listed twice has no one meaning here */
+                #pragma omp atomic write
+                *duplicates = 1;
+                continue;
+            }
             int64_t L = seq_lens[n], rows = 0, count = 0, partial = -1, partial_rows = 0;
             for (int64_t i = 0; i < K; i++) {
                 int64_t p = sel[i];

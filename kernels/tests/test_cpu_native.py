@@ -378,9 +378,11 @@ def test_sparse_decode_is_batch_invariant_and_takes_any_page_order():
         assert torch.equal(part, full[rows]), rows
 
 
-@pytest.mark.parametrize("P,budget,sink,local", [(1, 64, 1, 2), (7, 48, 0, 1), (64, 128, 1, 2), (300, 512, 2, 3),
-                                                  (40, 4096, 1, 2)], ids=lambda v: str(v))
-def test_select_from_scores_equals_the_torch_reference(P, budget, sink, local):
+@pytest.mark.parametrize("P,budget,sink,local,k_out", [(1, 64, 1, 2, None), (7, 48, 0, 1, None),
+                                                        (64, 128, 1, 2, None), (300, 512, 2, 3, None),
+                                                        (40, 4096, 1, 2, None), (3, 64, 1, 1, 6), (0, 64, 1, 1, None)],
+                         ids=lambda v: str(v))
+def test_select_from_scores_equals_the_torch_reference(P, budget, sink, local, k_out):
     """The native top-k against kernels.indexer.reference.select_from_scores, exactly: ties (many
     equal scores), NaN, +-inf, -0.0 and +0.0, sequences of every length up to the table."""
     from kernels.indexer.reference import select_from_scores
@@ -394,7 +396,22 @@ def test_select_from_scores_equals_the_torch_reference(P, budget, sink, local):
         special = torch.tensor([float("nan"), float("inf"), float("-inf"), -0.0, 0.0])
         pick = torch.rand(N, Hkv, P, generator=g) < 0.1
         scores[pick] = special[torch.randint(0, 5, (int(pick.sum()),), generator=g)]
-        seq_lens = torch.randint(1, P * 16 + 1, (N,), generator=g)
-        kw = dict(page_size=16, budget=budget, sink_pages=sink, local_pages=local)
+        seq_lens = torch.randint(1, max(P, 1) * 16 + 1, (N,), generator=g)
+        kw = dict(page_size=16, budget=budget, sink_pages=sink, local_pages=local, num_pages_out=k_out)
         expected = select_from_scores(scores, seq_lens, **kw)
         assert torch.equal(cpu.select_from_scores(scores, seq_lens, **kw), expected), trial
+
+
+def test_sparse_decode_rejects_pages_past_the_table_and_serves_other_dtypes():
+    from kernels.attention.reference import sparse_decode
+
+    cache, table, seq_lens = _filled_cache(torch.float32, [40], page_size=16, hkv=3, d=64)
+    q = torch.randn(1, 9, 64)
+    with pytest.raises(ValueError, match="past the block table"):
+        cpu.sparse_decode(q, cache, 0, table, seq_lens, torch.tensor([[[0, 5]] * 3], dtype=torch.int32))
+    with pytest.raises(ValueError, match="a page twice"):
+        cpu.sparse_decode(q, cache, 0, table, seq_lens, torch.tensor([[[2, 0, 2]] * 3], dtype=torch.int32))
+    sel = torch.tensor([[[0, 2]] * 3], dtype=torch.int32)
+    half = cpu.sparse_decode(q.half(), cache, 0, table, seq_lens, sel)  # float16: the reference
+    assert half.dtype == torch.float16
+    assert torch.equal(half, sparse_decode(q.half(), cache, 0, table, seq_lens, sel))
