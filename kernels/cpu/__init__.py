@@ -97,11 +97,11 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.tk_simd_lanes.argtypes, lib.tk_simd_lanes.restype = [], I
     lib.tk_bf16_dot.argtypes, lib.tk_bf16_dot.restype = [], I
     lib.tk_page_scores.argtypes = [P, I64, I64, I64, P, I64, P, I64, I64, P, I]
+    lib.tk_page_scores.restype = None
     lib.tk_sparse_decode.argtypes = [P, I, I64, I64, I64, I64, P, P, I, I64, I64, P, I64, P, P, I64, F, P, P, P, P, I]
     lib.tk_sparse_decode.restype = None
     lib.tk_select_pages.argtypes = [P, I64, I64, I64, P, I64, I64, I64, I64, P, I]
     lib.tk_select_pages.restype = None
-    lib.tk_page_scores.restype = None
     return lib
 
 
