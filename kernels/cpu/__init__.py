@@ -193,24 +193,31 @@ class PackedWeight:
 
 
 def linear(x: torch.Tensor, w: PackedWeight, *, out_dtype: torch.dtype | None = None,
-           residual: torch.Tensor | None = None) -> torch.Tensor:
-    """x (..., K) @ W^T [-> silu(gate) * up] [+ residual] -> (..., N) in out_dtype (x's by default)."""
+           residual: torch.Tensor | None = None, columns: int | None = None) -> torch.Tensor:
+    """x (..., K) @ W^T [-> silu(gate) * up] [+ residual] -> (..., N) in out_dtype (x's by default).
+    `columns`: only the first `columns` outputs (N = columns; each is computed exactly as in the
+    full product, the later panels are not read)."""
     _check(x, "x")
     K = x.shape[-1]
     if K != w.in_features:
         raise ValueError(f"x has {K} features, the weight expects {w.in_features}")
+    N = w.output_features
+    if columns is not None:
+        if w.silu_half or not 0 <= columns <= N:
+            raise ValueError(f"columns must be in [0, {N}] of a plain weight, got {columns}")
+        N = columns
     M = x.numel() // K
-    out = torch.empty(*x.shape[:-1], w.output_features, dtype=out_dtype or x.dtype)
+    out = torch.empty(*x.shape[:-1], N, dtype=out_dtype or x.dtype)
     r_ptr, r_code = None, 0
     if residual is not None:
         _check(residual, "residual")
         if residual.shape != out.shape:
             raise ValueError(f"residual {tuple(residual.shape)} does not match the output {tuple(out.shape)}")
         r_ptr, r_code = residual.data_ptr(), _DTYPE_CODES[residual.dtype]
-    _lib().tk_linear(x.data_ptr(), _DTYPE_CODES[x.dtype], M, K, K, w.packed.data_ptr(), _DTYPE_CODES[w.dtype],
-                     w.out_features,
-                     w.silu_half, out.data_ptr(), _DTYPE_CODES[out.dtype], w.output_features,
-                     r_ptr, r_code, w.output_features, _threads())
+    if M and N:
+        _lib().tk_linear(x.data_ptr(), _DTYPE_CODES[x.dtype], M, K, K, w.packed.data_ptr(), _DTYPE_CODES[w.dtype],
+                         w.out_features if columns is None else N, w.silu_half, out.data_ptr(),
+                         _DTYPE_CODES[out.dtype], N, r_ptr, r_code, N, _threads())
     return out
 
 

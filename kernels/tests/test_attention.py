@@ -94,6 +94,29 @@ def test_dense_prefill_blocks_shrink_for_long_prompts(monkeypatch):
     torch.testing.assert_close(small[L - 1].double(), exact, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_dense_prefill_native_and_torch_gemms_agree(dtype, monkeypatch):
+    """The CPU prefill's GEMMs in kernels.cpu against the same blocks in torch (the path taken
+    without the native kernels), both against float64."""
+    from kernels.attention import dense
+
+    if not dense.kernels_cpu.available():
+        pytest.skip(reason=f"native CPU kernels unavailable: {dense.kernels_cpu.unavailable_reason()}")
+    g = torch.Generator().manual_seed(9)
+    L, H, Hkv, D = 300, 9, 3, 64
+    q, k, v = ((torch.randn(L, h, D, generator=g)).to(dtype) for h in (H, Hkv, Hkv))
+    cu = torch.tensor([0, L], dtype=torch.int32)
+    native = dense_prefill(q, k, v, cu)
+    monkeypatch.setattr(dense.kernels_cpu, "available", lambda: False)
+    torch_path = dense_prefill(q, k, v, cu)
+    exact = torch.stack([naive_attention(q[t].double(), k[: t + 1].double(), v[: t + 1].double()) for t in range(L)])
+    for out in (native, torch_path):
+        assert out.dtype == dtype
+    tol = 2e-6 if dtype == torch.float32 else 0.0
+    err_native, err_torch = ((o.double() - exact).abs().max() for o in (native, torch_path))
+    assert err_native <= max(2 * err_torch, tol) + 1e-6
+
+
 def test_dense_decode_groups_queries_sharing_a_table():
     batch = make_batch(lens=[97, 63], n_kv_heads=3, head_dim=64, page_size=16, seed=5)
     rows = torch.tensor([0, 0, 1, 0, 1])

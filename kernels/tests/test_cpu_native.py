@@ -78,6 +78,17 @@ def test_fused_silu_tails_match_torch():
     torch.testing.assert_close(y[0], F.silu(gate), rtol=1e-6, atol=1e-35, equal_nan=True)
 
 
+def test_linear_first_columns_equal_the_full_product():
+    g = torch.Generator().manual_seed(17)
+    w = cpu.PackedWeight(torch.randn(100, 64, generator=g).to(torch.bfloat16))
+    x = torch.randn(13, 64, generator=g).to(torch.bfloat16)
+    full = cpu.linear(x, w, out_dtype=torch.float32)
+    for n in (0, 1, 31, 32, 33, 100):
+        assert torch.equal(cpu.linear(x, w, out_dtype=torch.float32, columns=n), full[:, :n])
+    with pytest.raises(ValueError, match="columns"):
+        cpu.linear(x, w, columns=101)
+
+
 def test_linear_rejects_bad_shapes():
     w = cpu.PackedWeight(torch.randn(32, 64).to(torch.bfloat16))
     with pytest.raises(ValueError, match="expects 64"):
