@@ -141,6 +141,45 @@ typedef __m256 vecf;
 #define VHSUM hsum8
 #endif
 
+/* bf16 <-> float32 on the build's vectors: widen by a shift, round to nearest even as torch
+   does (f32_to_bf16), NaN kept quiet. */
+#if defined(__AVX512F__)
+static inline __m512 load_bf16x16(const uint16_t *p) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
+}
+/* f32_to_bf16 on 16 lanes: the bf16 bits in the low half of each 32-bit lane. */
+static inline __m512i f32_to_bf16x16(__m512 f) {
+    __m512i u = _mm512_castps_si512(f), one = _mm512_set1_epi32(1);
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                            _mm512_set1_epi32(0x7f800000));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
+                                                     _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
+    return _mm512_mask_blend_epi32(nan, _mm512_srli_epi32(r, 16),
+                                   _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
+}
+static inline __m512 round_bf16x16(__m512 f) { return _mm512_castsi512_ps(_mm512_slli_epi32(f32_to_bf16x16(f), 16)); }
+static inline void store_bf16x16(uint16_t *p, __m512 f) {
+    _mm256_storeu_si256((__m256i *)p, _mm512_cvtepi32_epi16(f32_to_bf16x16(f)));
+}
+#elif defined(TK_AVX2)
+static inline __m256 load_bf16x8(const uint16_t *p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+}
+/* f32_to_bf16 on 8 lanes: the bf16 bits in the low half of each 32-bit lane. */
+static inline __m256i f32_to_bf16x8(__m256 f) {
+    __m256i u = _mm256_castps_si256(f), one = _mm256_set1_epi32(1);
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
+                                                                       _mm256_and_si256(_mm256_srli_epi32(u, 16), one))), 16);
+    return _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40)), nan);
+}
+static inline __m256 round_bf16x8(__m256 f) { return _mm256_castsi256_ps(_mm256_slli_epi32(f32_to_bf16x8(f), 16)); }
+static inline void store_bf16x8(uint16_t *p, __m256 f) {
+    __m256i b = f32_to_bf16x8(f);  /* (< 2^16 per lane: the unsigned pack never saturates) */
+    _mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(b, b), 0xD8)));
+}
+#endif
+
 /* ------------------------------------------------------------------------------ exp
  * exp(x) for x <= 0 (relative error ~1e-7): x = n ln2 + r with ln2 split in two (Cody-Waite),
  * exp(r) = 1 + r + r^2 * P(r) with P's coefficients below (highest first), times 2^n. The same
@@ -307,27 +346,35 @@ static inline void silu_mul16(const float *g, const float *u, float *out) {
 #endif
 }
 
-/* acc (mr x 32) for rows m0.., panel p -> outputs. */
+/* acc (mr x 32) for rows m0.., panel p -> outputs (+ residual), VW columns at a time where the
+   build has vectors: the same float32 add and the same rounding to bf16 as the scalar tail. */
 static void linear_epilogue(const float *acc, int mr, int64_t m0, int64_t p, int64_t N, int silu_mode,
                             void *y, int y_dtype, int64_t ldy, const void *resid, int r_dtype, int64_t ldr) {
     for (int i = 0; i < mr; i++) {
-        int64_t row = m0 + i;
+        int64_t row = m0 + i, n0 = silu_mode ? p * 16 : p * NR;
+        int64_t width = (silu_mode ? N / 2 : N) - n0, cap = silu_mode ? 16 : NR;
+        width = width < cap ? width : cap;
+        float v[16];
+        const float *src = acc + i * NR;
         if (silu_mode) {
-            float v[16];
-            silu_mul16(acc + i * NR, acc + i * NR + 16, v);
-            for (int j = 0; j < 16; j++) {
-                int64_t n = p * 16 + j;
-                if (n >= N / 2) break;
-                store_elem(y, y_dtype, row * ldy + n, v[j]);
-            }
-            continue;
+            silu_mul16(src, src + 16, v);
+            src = v;
         }
-        for (int j = 0; j < NR; j++) {
-            int64_t n = p * NR + j;
-            if (n >= N) break;
-            float v = acc[i * NR + j];
-            if (resid) v += load_elem(resid, r_dtype, row * ldr + n);
-            store_elem(y, y_dtype, row * ldy + n, v);
+        const void *r = silu_mode ? NULL : resid;
+        int64_t j = 0;
+#if defined(VW)
+        for (; j + VW <= width; j += VW) {
+            vecf x = VLOAD(src + j);
+            if (r) x = VADD(x, r_dtype == BF16 ? VLOAD_BF16((const uint16_t *)r + row * ldr + n0 + j)
+                                               : VLOAD((const float *)r + row * ldr + n0 + j));
+            if (y_dtype == BF16) VSTORE_BF16((uint16_t *)y + row * ldy + n0 + j, x);
+            else VSTORE((float *)y + row * ldy + n0 + j, x);
+        }
+#endif
+        for (; j < width; j++) {
+            float x = src[j];
+            if (r) x += load_elem(r, r_dtype, row * ldr + n0 + j);
+            store_elem(y, y_dtype, row * ldy + n0 + j, x);
         }
     }
 }
@@ -347,9 +394,6 @@ static inline const char *pair_row(const void *panel, int64_t t, int w_dtype) {
     } while (0)
 
 #if defined(__AVX512F__)
-static inline __m512 load_bf16x16(const uint16_t *p) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
-}
 
 /* 32 bf16 as their even and odd elements widened to float32: two ALU ops, no lane crossing. */
 static inline void load_bf16x32_split(const uint16_t *p, __m512 *even, __m512 *odd) {
@@ -664,20 +708,6 @@ void tk_linear(const void *x, int x_dtype, int64_t M, int64_t K, int64_t ldx, co
  * (k_cache, v_cache: (num_slots, Hkv, D), in `dtype`), and the page key bounds kbounds
  * (Hkv, num_pages, 2, D) float32 ([kmin | kmax]) widened by the keys as stored. */
 #if defined(__AVX512F__)
-/* f32_to_bf16 on 16 lanes: the bf16 bits in the low half of each 32-bit lane. */
-static inline __m512i f32_to_bf16x16(__m512 f) {
-    __m512i u = _mm512_castps_si512(f), one = _mm512_set1_epi32(1);
-    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                            _mm512_set1_epi32(0x7f800000));
-    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
-                                                     _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
-    return _mm512_mask_blend_epi32(nan, _mm512_srli_epi32(r, 16),
-                                   _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
-}
-static inline __m512 round_bf16x16(__m512 f) { return _mm512_castsi512_ps(_mm512_slli_epi32(f32_to_bf16x16(f), 16)); }
-static inline void store_bf16x16(uint16_t *p, __m512 f) {
-    _mm256_storeu_si256((__m256i *)p, _mm512_cvtepi32_epi16(f32_to_bf16x16(f)));
-}
 
 /* One head of one token, bf16, D/2 a multiple of 16: the same operations as the scalar loop of
    tk_rope_write, 16 lanes at a time. Writes the rotated head to dst and, for a key (bounds not
@@ -701,22 +731,6 @@ static void rope_head_bf16(const uint16_t *x, const uint16_t *c, const uint16_t 
 }
 #define ROPE_LANES 16
 #elif defined(TK_AVX2)
-static inline __m256 load_bf16x8(const uint16_t *p) {
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
-}
-/* f32_to_bf16 on 8 lanes: the bf16 bits in the low half of each 32-bit lane. */
-static inline __m256i f32_to_bf16x8(__m256 f) {
-    __m256i u = _mm256_castps_si256(f), one = _mm256_set1_epi32(1);
-    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
-                                                                       _mm256_and_si256(_mm256_srli_epi32(u, 16), one))), 16);
-    return _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40)), nan);
-}
-static inline __m256 round_bf16x8(__m256 f) { return _mm256_castsi256_ps(_mm256_slli_epi32(f32_to_bf16x8(f), 16)); }
-static inline void store_bf16x8(uint16_t *p, __m256 f) {
-    __m256i b = f32_to_bf16x8(f);  /* (< 2^16 per lane: the unsigned pack never saturates) */
-    _mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(b, b), 0xD8)));
-}
 
 /* rope_head_bf16 of the AVX-512 build, 8 lanes at a time (D/2 a multiple of 8). */
 static void rope_head_bf16(const uint16_t *x, const uint16_t *c, const uint16_t *s, int64_t D, uint16_t *dst,

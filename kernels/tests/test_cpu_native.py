@@ -283,6 +283,9 @@ def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
             cpu.linear(x, cpu.PackedWeight(w, dtype=torch.float32), out_dtype=torch.float32),
             cpu.linear(xg, cpu.PackedWeight(wg, silu_half=True), out_dtype=torch.float32),
             cpu.paged_decode(q, cache, 0, table, seq_lens, scale=0.125))
+    resid = torch.randn(13, 100, generator=g).to(torch.bfloat16)
+    epilogues = (cpu.linear(x, cpu.PackedWeight(w), residual=resid),  # bf16 out + residual (100: a partial panel)
+                 cpu.linear(xg, cpu.PackedWeight(wg, silu_half=True)))  # bf16 out of the silu epilogue
     norm_inputs = [((torch.randn(5, 576, generator=g) * 3).to(dt), torch.randn(576, generator=g).to(dt))
                    for dt in (torch.bfloat16, torch.float32)]
     norm_inputs.append((torch.randn(3, 40, generator=g), torch.randn(40, generator=g)))  # 40: a 16-lane part and a tail
@@ -297,6 +300,10 @@ def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
     assert torch.equal(cpu.linear(x, cpu.PackedWeight(w, dtype=torch.float32), out_dtype=torch.float32), fast[2])
     assert torch.equal(fast[2], fast[0])  # bf16 weights held in float32: the same products, the same chain
     assert torch.equal(cpu.linear(xg, cpu.PackedWeight(wg, silu_half=True), out_dtype=torch.float32), fast[3])
+    assert torch.equal(cpu.linear(x, cpu.PackedWeight(w), residual=resid).view(torch.int16),
+                       epilogues[0].view(torch.int16))
+    assert torch.equal(cpu.linear(xg, cpu.PackedWeight(wg, silu_half=True)).view(torch.int16),
+                       epilogues[1].view(torch.int16))
     for (xn, wn), expected in zip(norm_inputs, norms):  # one sum-of-squares order in every build
         assert torch.equal(cpu.rms_norm(xn, wn, 1e-5), expected)
     out = cpu.paged_decode(q, cache, 0, table, seq_lens, scale=0.125)
