@@ -69,6 +69,15 @@ def dense_prefill(
 _PREFILL_BLOCK = 256
 
 
+def _causal_blocks(L: int, H: int, device):
+    """(first row, end, hidden) per block of query rows: keys 0..end-1 are multiplied, hidden
+    (rows, end) bool marks the ones after each row (the causal mask)."""
+    block = max(16, min(_PREFILL_BLOCK, _MAX_SCORE_ELEMENTS // (H * L)))
+    for s0 in range(0, L, block):
+        e = min(L, s0 + block)
+        yield s0, e, torch.arange(e, device=device)[None, :] > torch.arange(s0, e, device=device)[:, None]
+
+
 def _causal_blocked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
     """One sequence: q (L, H, D), k/v (L, Hkv, D) -> (L, H, D) in q.dtype, float32 math.
     GQA without repeating KV heads: the G query heads of a KV head are G * rows rows of one
@@ -83,12 +92,9 @@ def _causal_blocked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: fl
     kf = k.float().permute(1, 2, 0)                              # (Hkv, D, L)
     vf = v.float().transpose(0, 1)                               # (Hkv, L, D)
     out = torch.empty(Hkv, G, L, D, dtype=torch.float32, device=q.device)
-    block = max(16, min(_PREFILL_BLOCK, _MAX_SCORE_ELEMENTS // (H * L)))
-    for s0 in range(0, L, block):
-        e = min(L, s0 + block)
+    for s0, e, hidden in _causal_blocks(L, H, q.device):
         rows = e - s0
         scores = torch.bmm(qf[:, :, s0:e].reshape(Hkv, G * rows, D), kf[:, :, :e]).mul_(scale)
-        hidden = torch.arange(e, device=q.device)[None, :] > torch.arange(s0, e, device=q.device)[:, None]
         scores.view(Hkv, G, rows, e).masked_fill_(hidden, float("-inf"))
         out[:, :, s0:e] = torch.bmm(torch.softmax(scores, dim=-1), vf[:, :e]).view(Hkv, G, rows, D)
     return out.permute(2, 0, 1, 3).reshape(L, H, D).to(q.dtype)
@@ -103,16 +109,13 @@ def _causal_blocked_native(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sc
     Hkv = k.shape[1]
     G = H // Hkv
     out = torch.empty(L, Hkv, G, D, dtype=torch.float32)
-    block = max(16, min(_PREFILL_BLOCK, _MAX_SCORE_ELEMENTS // (H * L)))
     qg = q.view(L, Hkv, G, D)
     for h in range(Hkv):
         keys = kernels_cpu.PackedWeight(k[:, h], dtype=k.dtype)                 # N = L positions, K = D
         qh = qg[:, h].contiguous()                                               # (L, G, D)
-        for s0 in range(0, L, block):
-            e = min(L, s0 + block)
+        for s0, e, hidden in _causal_blocks(L, H, q.device):
             rows = e - s0
             scores = kernels_cpu.linear(qh[s0:e].view(rows * G, D), keys, out_dtype=torch.float32, columns=e)
-            hidden = torch.arange(e)[None, :] > torch.arange(s0, e)[:, None]
             scores.mul_(scale).view(rows, G, e).masked_fill_(hidden[:, None, :], float("-inf"))
             values = kernels_cpu.PackedWeight(v[:e, h].t(), dtype=v.dtype)        # N = D, K = e positions
             probs = torch.softmax(scores, dim=-1)

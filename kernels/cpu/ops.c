@@ -1035,7 +1035,8 @@ static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const 
                                   const uint16_t *qb) {
     const int64_t R = nh * G;
     float *qs = acc;  /* queries in the keys' split order */
-    for (int64_t r = 0; r < R; r++) split64((float *)qf + r * 64, qs + r * 64, 1);  /* (reads qf only) */
+    if (!qb)  /* (the vdpbf16ps scores read the bf16 queries as they are) */
+        for (int64_t r = 0; r < R; r++) split64((float *)qf + r * 64, qs + r * 64, 1);  /* (reads qf only) */
     float kf[KF_HEADS][16][64] __attribute__((aligned(64)));
     for (int64_t t0 = 0; t0 < L; t0 += page_size) {
         int64_t base = (int64_t)pages[t0 / page_size] * page_size;
