@@ -6,11 +6,16 @@ Layout (docs/contracts.md):
                                                    torch.float8_e4m3fn for kv_cache_dtype="fp8_e4m3"
     k_scale,    (L, Hkv) float32                   dequantized = stored.float() * scale
     v_scale                                        (ones for "auto")
-    kmin, kmax  (L, num_pages, Hkv, D) float32     per-page elementwise bounds of the keys as the
-                                                   attention reads them (dequantized); views into
+    kmin, kmax  (L, num_pages, Hkv, D)             per-page elementwise bounds of the keys as the
+                bounds_dtype                       attention reads them (dequantized); views into
                                                    `kbounds` (L, Hkv, num_pages, 2, D) so that the
                                                    indexer reads both bounds of a page and KV head
                                                    as one contiguous row.
+
+The bounds are kept in the keys' own dtype (`bounds_dtype`): the minimum and maximum of bf16
+(fp16, fp32) keys are bf16 (fp16, fp32) values, so this is exact, and the indexer, which reads
+one bounds row per page of every sequence, moves half the bytes it would in float32. An fp8
+cache keeps float32 bounds of the dequantized keys (stored code * scale is not an fp8 value).
 
 A slot is `page_id * page_size + offset`. The engine owns page allocation; it calls
 `reset_pages` when it hands pages to a sequence, so the bounds start empty (+inf / -inf).
@@ -84,6 +89,8 @@ class PagedKVCache:
         self.fp8_headroom = float(fp8_headroom)
         self.is_fp8 = kv_cache_dtype == "fp8_e4m3"
         self.storage_dtype = FP8_DTYPE if self.is_fp8 else dtype
+        # Exact in the keys' dtype (see the module docstring); float32 for dequantized fp8 keys.
+        self.bounds_dtype = torch.float32 if self.is_fp8 else dtype
 
         shape = (num_layers, num_pages, page_size, n_kv_heads, head_dim)
         self.k = torch.zeros(shape, dtype=self.storage_dtype, device=self.device)
@@ -97,7 +104,7 @@ class PagedKVCache:
         # Head-major so that one KV head's bounds of a page are one contiguous row of 2*D floats
         # ([kmin | kmax]): the indexer reads one row per (head, page).
         self.kbounds = torch.empty(
-            num_layers, n_kv_heads, num_pages, 2, head_dim, dtype=torch.float32, device=self.device
+            num_layers, n_kv_heads, num_pages, 2, head_dim, dtype=self.bounds_dtype, device=self.device
         )
         self.kmin = self.kbounds[:, :, :, 0, :].transpose(1, 2)  # (L, P, Hkv, D) view
         self.kmax = self.kbounds[:, :, :, 1, :].transpose(1, 2)  # (L, P, Hkv, D) view
@@ -171,7 +178,7 @@ class PagedKVCache:
             k_stored = k.to(self.dtype)
             k_layer.index_copy_(0, slots, k_stored)
             v_layer.index_copy_(0, slots, v.to(self.dtype))
-            k_read = k_stored.float()
+            k_read = k_stored  # (the bounds are in the keys' dtype: min / max are exact)
 
         # Widen the bounds of the pages touched. This runs for every layer of every step (only
         # sparse attention reads the bounds), so a few tokens (decode) scatter-reduce straight

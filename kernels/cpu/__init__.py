@@ -96,7 +96,7 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.tk_stream_read.argtypes, lib.tk_stream_read.restype = [P, I64, I], ctypes.c_double
     lib.tk_simd_lanes.argtypes, lib.tk_simd_lanes.restype = [], I
     lib.tk_bf16_dot.argtypes, lib.tk_bf16_dot.restype = [], I
-    lib.tk_page_scores.argtypes = [P, I64, I64, I64, P, I64, P, I64, I64, P, I]
+    lib.tk_page_scores.argtypes = [P, I64, I64, I64, P, I, I64, P, I64, I64, P, I]
     lib.tk_page_scores.restype = None
     lib.tk_sparse_decode.argtypes = [P, I, I64, I64, I64, I64, P, P, I, I64, I64, P, I64, P, P, I64, F, P, P, P, P, I]
     lib.tk_sparse_decode.restype = None
@@ -369,13 +369,14 @@ def decode_layer_scratch(T: int, dim: int, n_heads: int, n_kv_heads: int, head_d
 def page_scores(q: torch.Tensor, kbounds: torch.Tensor, block_table: torch.Tensor,
                 max_pages: int | None = None) -> torch.Tensor:
     """kernels.indexer.reference.page_scores with the page rows read in place instead of
-    gathered: q (N, H, D); kbounds (Hkv, num_pages, 2, D) float32; block_table (N, P) ->
+    gathered: q (N, H, D); kbounds (Hkv, num_pages, 2, D) float32 or bfloat16 (a bf16 cache's
+    exact bounds, widened as read; other dtypes go to the reference); block_table (N, P) ->
     (N, Hkv, P') float32, P' = max_pages or P. Each score is the same dot product of length 2D as
     the reference's, summed in a fixed order of its own (equal to float32 rounding)."""
     from kernels.indexer.reference import grouped_query_bounds
 
-    if kbounds.dtype != torch.float32 or not kbounds.is_contiguous() or kbounds.device.type != "cpu":
-        raise ValueError(f"kbounds must be a contiguous float32 CPU tensor, got {kbounds.dtype} on {kbounds.device}")
+    if not kbounds.is_contiguous() or kbounds.device.type != "cpu":
+        raise ValueError(f"kbounds must be a contiguous CPU tensor, got {kbounds.dtype} on {kbounds.device}")
     N = q.shape[0]
     Hkv, num_pages, two, D = kbounds.shape
     P = block_table.shape[1] if max_pages is None else max_pages
@@ -383,12 +384,16 @@ def page_scores(q: torch.Tensor, kbounds: torch.Tensor, block_table: torch.Tenso
         raise ValueError(f"block_table {tuple(block_table.shape)} does not fit {N} queries and {P} pages")
     if q.shape[-1] != D or two != 2:
         raise ValueError(f"q {tuple(q.shape)} does not fit kbounds {tuple(kbounds.shape)}")
+    if kbounds.dtype not in _DTYPE_CODES:  # e.g. a float16 cache's bounds: the reference widens them
+        from kernels.indexer.reference import page_scores as reference
+
+        return reference(q, kbounds, block_table, max_pages)
     qb = grouped_query_bounds(q, Hkv).contiguous()            # (N, Hkv, 2, D)
     table = block_table.to(torch.int32).contiguous()
     out = torch.empty(N, Hkv, P, dtype=torch.float32)
     if N and P:
-        _lib().tk_page_scores(qb.data_ptr(), N, Hkv, two * D, kbounds.data_ptr(), num_pages, table.data_ptr(),
-                              table.shape[1], P, out.data_ptr(), _threads())
+        _lib().tk_page_scores(qb.data_ptr(), N, Hkv, two * D, kbounds.data_ptr(), _DTYPE_CODES[kbounds.dtype],
+                              num_pages, table.data_ptr(), table.shape[1], P, out.data_ptr(), _threads())
     return out
 
 

@@ -706,14 +706,15 @@ void tk_linear(const void *x, int x_dtype, int64_t M, int64_t K, int64_t ldx, co
  * qkv (T, H + 2*Hkv, D) of one layer: rotate-half rope on the query and key heads with
  * each token's cos/sin rows (T, D), roped queries -> q (T, H, D); roped keys and the values -> cache slots
  * (k_cache, v_cache: (num_slots, Hkv, D), in `dtype`), and the page key bounds kbounds
- * (Hkv, num_pages, 2, D) float32 ([kmin | kmax]) widened by the keys as stored. */
+ * (Hkv, num_pages, 2, D) ([kmin | kmax], in `dtype` too: the min / max of stored keys are exact
+ * in their dtype) widened by the keys as stored. */
 #if defined(__AVX512F__)
 
 /* One head of one token, bf16, D/2 a multiple of 16: the same operations as the scalar loop of
    tk_rope_write, 16 lanes at a time. Writes the rotated head to dst and, for a key (bounds not
    NULL), widens its page's [kmin | kmax] row by the values stored. */
 static void rope_head_bf16(const uint16_t *x, const uint16_t *c, const uint16_t *s, int64_t D, uint16_t *dst,
-                           float *bounds) {
+                           uint16_t *bounds) {
     int64_t half = D / 2;
     for (int64_t d = 0; d < D; d += 16) {
         __m512 xv = load_bf16x16(x + d), cv = load_bf16x16(c + d), sv = load_bf16x16(s + d);
@@ -723,9 +724,9 @@ static void rope_head_bf16(const uint16_t *x, const uint16_t *c, const uint16_t 
         __m512 v = _mm512_add_ps(round_bf16x16(_mm512_mul_ps(xv, cv)), round_bf16x16(_mm512_mul_ps(rot, sv)));
         store_bf16x16(dst + d, v);
         if (bounds) {  /* min/max of what was stored; NaN never enters a bound, as in the scalar loop */
-            __m512 stored = round_bf16x16(v);
-            _mm512_storeu_ps(bounds + d, _mm512_min_ps(stored, _mm512_loadu_ps(bounds + d)));
-            _mm512_storeu_ps(bounds + D + d, _mm512_max_ps(stored, _mm512_loadu_ps(bounds + D + d)));
+            __m512 stored = round_bf16x16(v);  /* (bf16 values: storing them as bf16 is exact) */
+            store_bf16x16(bounds + d, _mm512_min_ps(stored, load_bf16x16(bounds + d)));
+            store_bf16x16(bounds + D + d, _mm512_max_ps(stored, load_bf16x16(bounds + D + d)));
         }
     }
 }
@@ -734,7 +735,7 @@ static void rope_head_bf16(const uint16_t *x, const uint16_t *c, const uint16_t 
 
 /* rope_head_bf16 of the AVX-512 build, 8 lanes at a time (D/2 a multiple of 8). */
 static void rope_head_bf16(const uint16_t *x, const uint16_t *c, const uint16_t *s, int64_t D, uint16_t *dst,
-                           float *bounds) {
+                           uint16_t *bounds) {
     int64_t half = D / 2;
     for (int64_t d = 0; d < D; d += 8) {
         __m256 xv = load_bf16x8(x + d), cv = load_bf16x8(c + d), sv = load_bf16x8(s + d);
@@ -744,9 +745,9 @@ static void rope_head_bf16(const uint16_t *x, const uint16_t *c, const uint16_t 
         __m256 v = _mm256_add_ps(round_bf16x8(_mm256_mul_ps(xv, cv)), round_bf16x8(_mm256_mul_ps(rot, sv)));
         store_bf16x8(dst + d, v);
         if (bounds) {  /* min/max of what was stored; NaN never enters a bound (min/max keep the bound) */
-            __m256 stored = round_bf16x8(v);
-            _mm256_storeu_ps(bounds + d, _mm256_min_ps(stored, _mm256_loadu_ps(bounds + d)));
-            _mm256_storeu_ps(bounds + D + d, _mm256_max_ps(stored, _mm256_loadu_ps(bounds + D + d)));
+            __m256 stored = round_bf16x8(v);  /* (bf16 values: storing them as bf16 is exact) */
+            store_bf16x8(bounds + d, _mm256_min_ps(stored, load_bf16x8(bounds + d)));
+            store_bf16x8(bounds + D + d, _mm256_max_ps(stored, load_bf16x8(bounds + D + d)));
         }
     }
 }
@@ -755,7 +756,7 @@ static void rope_head_bf16(const uint16_t *x, const uint16_t *c, const uint16_t 
 
 void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv, int64_t D,
                    const void *cos_t, const void *sin_t, const int64_t *slots,
-                   void *q, void *k_cache, void *v_cache, float *kbounds, int64_t num_pages, int64_t page_size,
+                   void *q, void *k_cache, void *v_cache, void *kbounds, int64_t num_pages, int64_t page_size,
                    int nthreads) {
     int64_t W = (H + 2 * Hkv) * D, half = D / 2;
 #if defined(ROPE_LANES)
@@ -771,7 +772,8 @@ void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv
                 } else {
                     int64_t kh = h - H, slot = slots[t], page = slot / page_size;
                     rope_head_bf16(x + t * W + h * D, c + t * D, s + t * D, D,
-                                   (uint16_t *)k_cache + (slot * Hkv + kh) * D, kbounds + ((kh * num_pages + page) * 2) * D);
+                                   (uint16_t *)k_cache + (slot * Hkv + kh) * D,
+                                   (uint16_t *)kbounds + ((kh * num_pages + page) * 2) * D);
                     memcpy((uint16_t *)v_cache + (slot * Hkv + kh) * D, x + t * W + (H + Hkv + kh) * D, (size_t)D * 2);
                 }
             }
@@ -799,9 +801,9 @@ void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv
                     int64_t kh = h - H;
                     store_elem(k_cache, dtype, (slot * Hkv + kh) * D + d, v);
                     float stored = load_elem(k_cache, dtype, (slot * Hkv + kh) * D + d);
-                    float *row = kbounds + ((kh * num_pages + page) * 2) * D;
-                    if (stored < row[d]) row[d] = stored;
-                    if (stored > row[D + d]) row[D + d] = stored;
+                    int64_t row = ((kh * num_pages + page) * 2) * D;  /* [kmin | kmax] in `dtype` */
+                    if (stored < load_elem(kbounds, dtype, row + d)) store_elem(kbounds, dtype, row + d, stored);
+                    if (stored > load_elem(kbounds, dtype, row + D + d)) store_elem(kbounds, dtype, row + D + d, stored);
                 }
             }
         }
@@ -1398,7 +1400,7 @@ void tk_sparse_decode(const void *q, int q_dtype, int64_t N, int64_t H, int64_t 
 void tk_decode_layer(uint16_t *x, int64_t T, int64_t dim, const uint16_t *attn_norm_w, const uint16_t *ffn_norm_w,
                      float eps, const uint16_t *wqkv, const uint16_t *wo, const uint16_t *w13, const uint16_t *w2,
                      int64_t hidden, int64_t H, int64_t Hkv, int64_t D, const uint16_t *cos_t, const uint16_t *sin_t,
-                     const int64_t *slots, uint16_t *k_cache, uint16_t *v_cache, float *kbounds, int64_t num_pages,
+                     const int64_t *slots, uint16_t *k_cache, uint16_t *v_cache, uint16_t *kbounds, int64_t num_pages,
                      int64_t page_size, const int32_t *block_table, int64_t bt_stride, const int32_t *seq_lens,
                      float scale, uint16_t *scratch, int nthreads) {
     int64_t W = (H + 2 * Hkv) * D;
@@ -1425,44 +1427,56 @@ void tk_decode_layer(uint16_t *x, int64_t T, int64_t dim, const uint16_t *attn_n
  * tail) in every build and batch; the rows are read in place, a few pages ahead prefetched
  * (the torch reference gathers them into a copy first: three passes over the bounds). */
 
-static float dot_lanes16(const float *a, const float *b, int64_t n) {
+/* a . b over n floats, b in `b_dtype` (F32 or BF16, widened exactly): lane i of 16 takes the
+   elements i mod 16 of the first n - n % 16, the lanes are added by tree16, then the tail. */
+static float dot_lanes16(const float *a, const void *b, int b_dtype, int64_t n) {
     const int64_t n16 = n - n % 16;
+    const float *bf = (const float *)b;
+    const uint16_t *bh = (const uint16_t *)b;
     float lane[16] __attribute__((aligned(64))) = {0};
 #if defined(__AVX512F__)
     __m512 acc = _mm512_setzero_ps();
-    for (int64_t i = 0; i < n16; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
+    for (int64_t i = 0; i < n16; i += 16)
+        acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), b_dtype == BF16 ? load_bf16x16(bh + i) : _mm512_loadu_ps(bf + i),
+                              acc);
     _mm512_store_ps(lane, acc);
 #elif defined(TK_AVX2)
     __m256 a0 = _mm256_setzero_ps(), a1 = a0;
     for (int64_t i = 0; i < n16; i += 16) {
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), a1);
+        __m256 b0 = b_dtype == BF16 ? load_bf16x8(bh + i) : _mm256_loadu_ps(bf + i);
+        __m256 b1 = b_dtype == BF16 ? load_bf16x8(bh + i + 8) : _mm256_loadu_ps(bf + i + 8);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), b0, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), b1, a1);
     }
     _mm256_store_ps(lane, a0);
     _mm256_store_ps(lane + 8, a1);
 #else
-    for (int64_t i = 0; i < n16; i++) lane[i % 16] = fmaf(a[i], b[i], lane[i % 16]);
+    for (int64_t i = 0; i < n16; i++) lane[i % 16] = fmaf(a[i], load_elem(b, b_dtype, i), lane[i % 16]);
 #endif
     float s = tree16(lane);
-    for (int64_t i = n16; i < n; i++) s = fmaf(a[i], b[i], s);
+    for (int64_t i = n16; i < n; i++) s = fmaf(a[i], load_elem(b, b_dtype, i), s);
     return s;
 }
 
-void tk_page_scores(const float *qb, int64_t N, int64_t Hkv, int64_t W, const float *kb, int64_t num_pages,
-                    const int32_t *block_table, int64_t bt_stride, int64_t P, float *out, int nthreads) {
+/* kb: the rows in kb_dtype (F32, or BF16 for a bf16 cache's exact bounds: half the bytes). */
+void tk_page_scores(const float *qb, int64_t N, int64_t Hkv, int64_t W, const void *kb, int kb_dtype,
+                    int64_t num_pages, const int32_t *block_table, int64_t bt_stride, int64_t P, float *out,
+                    int nthreads) {
+    const int64_t row_bytes = W * (kb_dtype == BF16 ? 2 : 4);
 #pragma omp parallel for collapse(2) schedule(static) num_threads(nthreads)
     for (int64_t n = 0; n < N; n++)
         for (int64_t h = 0; h < Hkv; h++) {
-            const float *q = qb + (n * Hkv + h) * W, *rows = kb + h * num_pages * W;
+            const float *q = qb + (n * Hkv + h) * W;
+            const char *rows = (const char *)kb + h * num_pages * row_bytes;
             const int32_t *bt = block_table + n * bt_stride;
             float *o = out + (n * Hkv + h) * P;
             for (int64_t p = 0; p < P; p++) {
                 if (p + 8 < P) {
                     int64_t ahead = bt[p + 8] < 0 ? 0 : bt[p + 8] >= num_pages ? num_pages - 1 : bt[p + 8];
-                    for (int64_t b = 0; b < W * 4; b += 64) __builtin_prefetch((const char *)(rows + ahead * W) + b, 0, 3);
+                    for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(rows + ahead * row_bytes + b, 0, 3);
                 }
                 int64_t page = bt[p] < 0 ? 0 : bt[p] >= num_pages ? num_pages - 1 : bt[p];
-                o[p] = dot_lanes16(q, rows + page * W, W);
+                o[p] = dot_lanes16(q, rows + page * row_bytes, kb_dtype, W);
             }
         }
 }

@@ -49,7 +49,8 @@ def page_scores(
 ) -> torch.Tensor:
     """Summed Quest bound of every block-table page.
 
-    q: (N, H, D); kbounds: (Hkv, num_pages, 2, D) float32 ([kmin | kmax] of one layer);
+    q: (N, H, D); kbounds: (Hkv, num_pages, 2, D) ([kmin | kmax] of one layer, in the cache's
+    bounds_dtype, widened to float32 here);
     block_table: (N, P) -> (N, Hkv, P') float32 with P' = max_pages or P. Entries for pages
     past a sequence's end are meaningless (possibly NaN); select_from_scores masks them.
     """
@@ -58,7 +59,7 @@ def page_scores(
     P = block_table.shape[1] if max_pages is None else max_pages
     qb = grouped_query_bounds(q, Hkv).transpose(0, 1).reshape(Hkv, N, 2 * D, 1)
     pages = block_table[:, :P].to(device=q.device, dtype=torch.long).clamp(0, num_pages - 1)
-    rows = kbounds.view(Hkv, num_pages, 2 * D).index_select(1, pages.reshape(-1))  # (Hkv, N*P, 2D)
+    rows = kbounds.view(Hkv, num_pages, 2 * D).index_select(1, pages.reshape(-1)).float()  # (Hkv, N*P, 2D)
     scores = torch.matmul(rows.view(Hkv, N, P, 2 * D), qb)  # (Hkv, N, P, 1)
     return scores.view(Hkv, N, P).transpose(0, 1)
 

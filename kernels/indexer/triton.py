@@ -69,8 +69,8 @@ def _page_topk_kernel(
         page = tl.load(block_table_ptr + n * stride_tn + p, mask=valid, other=0).to(tl.int64)
         row = bounds_ptr + h * stride_bh + page[:, None] * stride_bp
         row_mask = valid[:, None] & d_mask[None, :]
-        kmin = tl.load(row + d[None, :], mask=row_mask, other=0.0)
-        kmax = tl.load(row + D + d[None, :], mask=row_mask, other=0.0)
+        kmin = tl.load(row + d[None, :], mask=row_mask, other=0.0).to(tl.float32)  # (bounds_dtype: exact)
+        kmax = tl.load(row + D + d[None, :], mask=row_mask, other=0.0).to(tl.float32)
         score = tl.sum(kmin * q_neg[None, :] + kmax * q_pos[None, :], axis=1)
         forced = (p < sink_pages) | (p >= n_pages - local_pages)
         score = tl.where(forced, float("inf"), score) + 0.0  # + 0.0 turns -0.0 into +0.0

@@ -324,14 +324,18 @@ def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
     assert torch.equal(native.k, reference.k) and torch.equal(native.kbounds, reference.kbounds)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 @pytest.mark.parametrize("heads,hkv,d", [(9, 3, 64), (4, 4, 64), (6, 2, 40)], ids=["gqa3-d64", "mha-d64", "gqa3-d40"])
-def test_page_scores_match_the_torch_indexer(heads, hkv, d):
+def test_page_scores_match_the_torch_indexer(heads, hkv, d, dtype):
     """The indexer's page scores read in place (kernels.cpu) against the torch reference that
-    gathers the bounds first: equal to float32 rounding, batch invariant, and the same selection."""
+    gathers the bounds first: equal to float32 rounding, batch invariant, and the same selection.
+    A bf16 cache's bounds are bf16 (exact: min / max of bf16 keys); scoring them gives the same
+    bits as scoring the same bounds held in float32."""
     from kernels.indexer.reference import page_scores, select_pages
 
     lens = [1, 63, 97, 1025]
-    cache, table, seq_lens = _filled_cache(torch.float32, lens, page_size=16, hkv=hkv, d=d)
+    cache, table, seq_lens = _filled_cache(dtype, lens, page_size=16, hkv=hkv, d=d)
+    assert cache.kbounds.dtype == dtype
     q = torch.randn(len(lens), heads, d, generator=torch.Generator().manual_seed(13))
     ref = page_scores(q, cache.kbounds[0], table)
     got = cpu.page_scores(q, cache.kbounds[0], table)
@@ -339,9 +343,19 @@ def test_page_scores_match_the_torch_indexer(heads, hkv, d):
     torch.testing.assert_close(got[valid.expand_as(got)], ref[valid.expand_as(ref)], rtol=1e-5, atol=1e-4)
     for rows in ([0], [3], [2, 1]):
         assert torch.equal(cpu.page_scores(q[rows], cache.kbounds[0], table[rows]), got[rows])
+    assert torch.equal(cpu.page_scores(q, cache.kbounds[0].float(), table), got)
     kw = dict(budget=128, sink_pages=1, local_pages=2)
     assert torch.equal(select_pages(q, cache, 0, table, seq_lens, scorer=cpu.page_scores, **kw),
                        select_pages(q, cache, 0, table, seq_lens, **kw))
+
+
+def test_page_scores_of_float16_bounds_go_to_the_reference():
+    from kernels.indexer.reference import page_scores
+
+    g = torch.Generator().manual_seed(5)
+    kbounds = torch.randn(2, 6, 2, 8, generator=g).half()
+    q, table = torch.randn(2, 4, 8, generator=g), torch.tensor([[5, 1, 2], [0, 3, 4]])
+    assert torch.equal(cpu.page_scores(q, kbounds, table), page_scores(q, kbounds, table))
 
 
 def test_page_scores_reject_a_table_that_does_not_fit():

@@ -44,12 +44,17 @@ CASES = [
 ]
 
 
+# (kv_cache_dtype, compute dtype): a bf16 cache keeps bf16 bounds (kernels/kv_cache.py).
+CACHES = [pytest.param("auto", torch.float32, id="kv_auto"), pytest.param("auto", torch.bfloat16, id="kv_bf16"),
+          pytest.param("fp8_e4m3", torch.float32, id="kv_fp8")]
+
+
 @pytest.mark.parametrize("scorer", ["torch", "native"])
-@pytest.mark.parametrize("kv_cache_dtype", ["auto", "fp8_e4m3"], ids=["kv_auto", "kv_fp8"])
+@pytest.mark.parametrize("kv_cache_dtype,dtype", CACHES)
 @pytest.mark.parametrize("heads", list(HEADS), ids=str)
 @pytest.mark.parametrize("lens,page_size,budget,sink,local,head_dim", CASES)
 def test_torch_selection_equals_bruteforce(lens, page_size, budget, sink, local, head_dim, heads, kv_cache_dtype,
-                                           scorer):
+                                           dtype, scorer):
     """`native`: the page scores and the top-k by kernels.cpu, as the selector runs indexer=torch
     on the CPU."""
     from kernels import cpu
@@ -59,10 +64,10 @@ def test_torch_selection_equals_bruteforce(lens, page_size, budget, sink, local,
     H, Hkv = HEADS[heads]
     # Discrete data: exact score sums, so many pages tie and the tie rule is exercised. A
     # power-of-two fp8 scale keeps the quarter-steps exactly representable.
-    batch = make_batch(lens=lens, n_kv_heads=Hkv, head_dim=head_dim, page_size=page_size,
+    batch = make_batch(lens=lens, n_kv_heads=Hkv, head_dim=head_dim, page_size=page_size, dtype=dtype,
                        kv_cache_dtype=kv_cache_dtype, seed=len(lens) + head_dim, discrete=True,
                        scales=2.0**-5 if kv_cache_dtype == "fp8_e4m3" else None)
-    q = draw_queries(len(lens), H, head_dim, seed=7, discrete=True)
+    q = draw_queries(len(lens), H, head_dim, seed=7, discrete=True).to(dtype)
     kw = {"scorer": cpu.page_scores, "chooser": cpu.select_from_scores} if scorer == "native" else {}
     got = torch_indexer.select_pages(q, batch.cache, 0, batch.block_table, batch.seq_lens,
                                      budget=budget, sink_pages=sink, local_pages=local, **kw)
@@ -100,7 +105,7 @@ def test_gqa_heads_sum_their_bounds_not_their_queries():
     assert got.tolist() == [[[0, 2, 5]]]
 
 
-@pytest.mark.parametrize("kv_cache_dtype", ["auto", "fp8_e4m3"], ids=["kv_auto", "kv_fp8"])
+@pytest.mark.parametrize("kv_cache_dtype,dtype", CACHES)
 @pytest.mark.parametrize("heads", list(HEADS), ids=str)
 @pytest.mark.parametrize("lens,page_size,budget,sink,local,head_dim", [
     pytest.param([1, 63], 16, 32, 1, 1, 64, id="len1+63-page16"),
@@ -108,14 +113,15 @@ def test_gqa_heads_sum_their_bounds_not_their_queries():
     pytest.param([1025], 16, 256, 1, 2, 64, id="len1025-page16"),
     pytest.param([1025, 97], 64, 256, 1, 1, 64, id="len1025+97-page64"),
 ])
-def test_triton_selection_equals_torch(lens, page_size, budget, sink, local, head_dim, heads, kv_cache_dtype, device):
+def test_triton_selection_equals_torch(lens, page_size, budget, sink, local, head_dim, heads, kv_cache_dtype, dtype,
+                                      device):
     from kernels.indexer import triton as triton_indexer
 
     H, Hkv = HEADS[heads]
-    batch = make_batch(lens=lens, n_kv_heads=Hkv, head_dim=head_dim, page_size=page_size, device=device,
+    batch = make_batch(lens=lens, n_kv_heads=Hkv, head_dim=head_dim, page_size=page_size, device=device, dtype=dtype,
                        kv_cache_dtype=kv_cache_dtype, seed=11, discrete=True,
                        scales=2.0**-5 if kv_cache_dtype == "fp8_e4m3" else None)
-    q = draw_queries(len(lens), H, head_dim, seed=5, discrete=True, device=device)
+    q = draw_queries(len(lens), H, head_dim, seed=5, discrete=True, device=device).to(dtype)
     args = (q, batch.cache, 0, batch.block_table, batch.seq_lens)
     kw = dict(budget=budget, sink_pages=sink, local_pages=local)
     expected = torch_indexer.select_pages(*args, **kw)

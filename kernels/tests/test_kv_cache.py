@@ -91,21 +91,26 @@ def test_fp8_quantize_helpers_round_trip():
     torch.testing.assert_close(fp8_dequantize(q, scale), torch.tensor([[[0.0, 1.0, -2.5, 896.0, 0.0]]]))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 @pytest.mark.parametrize("kv_cache_dtype", ["auto", "fp8_e4m3"], ids=["kv_auto", "kv_fp8"])
 @pytest.mark.parametrize("page_size", [16, 64], ids=lambda s: f"page{s}")
-def test_page_bounds_are_elementwise_min_max_of_the_keys_attention_reads(kv_cache_dtype, page_size):
+def test_page_bounds_are_elementwise_min_max_of_the_keys_attention_reads(kv_cache_dtype, page_size, dtype):
+    """Exactly the min / max of the keys as attention reads them, kept in the keys' own dtype
+    (bf16 bounds of bf16 keys: half the indexer's bytes, nothing lost); float32 for fp8."""
     batch = make_batch(lens=[1, 97, 63], n_kv_heads=3, head_dim=40, page_size=page_size,
-                       kv_cache_dtype=kv_cache_dtype, seed=3)
+                       kv_cache_dtype=kv_cache_dtype, seed=3, dtype=dtype)
     cache = batch.cache
-    assert cache.kmin.shape == (1, cache.num_pages, 3, 40) and cache.kmin.dtype == torch.float32
+    expected_dtype = torch.float32 if kv_cache_dtype == "fp8_e4m3" else dtype
+    assert cache.bounds_dtype == expected_dtype
+    assert cache.kmin.shape == (1, cache.num_pages, 3, 40) and cache.kmin.dtype == expected_dtype
     for i in range(3):
         k, _ = read_sequence(batch, i)
         n = int(batch.seq_lens[i])
         for p in range(-(-n // page_size)):
             page = int(batch.block_table[i, p])
             chunk = k[p * page_size:(p + 1) * page_size].float()
-            torch.testing.assert_close(cache.kmin[0, page], chunk.amin(0), rtol=0, atol=0)
-            torch.testing.assert_close(cache.kmax[0, page], chunk.amax(0), rtol=0, atol=0)
+            torch.testing.assert_close(cache.kmin[0, page].float(), chunk.amin(0), rtol=0, atol=0)
+            torch.testing.assert_close(cache.kmax[0, page].float(), chunk.amax(0), rtol=0, atol=0)
 
 
 def test_reset_pages_empties_bounds_of_reallocated_pages_only():
