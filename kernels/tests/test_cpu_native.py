@@ -266,8 +266,8 @@ def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
     """Every machine runs one of four builds of ops.c (AVX-512 with or without AVX512-BF16, AVX2 +
     FMA, plain C). Each variant against this machine's native build: the linear layer computes the
     same chain per output (bit-equal, vdpbf16ps or FMAs, the fused silu epilogue too), RMSNorm is
-    bit-equal, rope and the cache write stay bit-equal to torch, and attention meets the same bound
-    as the native path."""
+    bit-equal, the indexer's page scores are bit-equal, rope and the cache write stay bit-equal to
+    torch, and attention meets the same bound as the native path."""
     from inference.model import apply_rope
 
     g = torch.Generator().manual_seed(11)
@@ -290,6 +290,12 @@ def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
                    for dt in (torch.bfloat16, torch.float32)]
     norm_inputs.append((torch.randn(3, 40, generator=g), torch.randn(40, generator=g)))  # 40: a 16-lane part and a tail
     norms = [cpu.rms_norm(xn, wn, 1e-5) for xn, wn in norm_inputs]
+    # Page scores: four rows at a time in the SIMD builds, one in plain C; one order (bf16 and
+    # float32 bounds; 2D = 88 leaves a tail past the 16 lanes; 7 pages a partial group of four).
+    score_inputs = [(q, cache.kbounds[0], table),
+                    (torch.randn(3, 6, 44, generator=g), torch.randn(2, 9, 2, 44, generator=g),
+                     torch.randint(0, 9, (3, 7), generator=g, dtype=torch.int32))]
+    scores = [cpu.page_scores(*args) for args in score_inputs]
 
     monkeypatch.setattr(cpu, "_lib", lambda: variant_lib)
     assert cpu.simd_lanes() == {"x86-64-v2": 0, "x86-64-v3": 8, "x86-64-v4": 16}[variant_lib.march]
@@ -306,6 +312,8 @@ def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
                        epilogues[1].view(torch.int16))
     for (xn, wn), expected in zip(norm_inputs, norms):  # one sum-of-squares order in every build
         assert torch.equal(cpu.rms_norm(xn, wn, 1e-5), expected)
+    for args, expected in zip(score_inputs, scores):
+        assert torch.equal(cpu.page_scores(*args), expected)
     out = cpu.paged_decode(q, cache, 0, table, seq_lens, scale=0.125)
     ref = dense_decode(q.float(), cache, 0, table, seq_lens)
     torch_bf16 = dense_decode(q, cache, 0, table, seq_lens).float()
