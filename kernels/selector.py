@@ -160,11 +160,10 @@ def _select(settings: KernelSettings, device: torch.device, interpret: bool):
         from kernels.indexer.reference import select_pages
 
         if device.type == "cpu" and kernels_cpu.available():
-            # The same selection with the page scores read in place by kernels.cpu (the torch
+            # The same selection in one native call: the page scores read in place (the torch
             # reference gathers every page's bounds into a copy first: ~4 ms of a 5 ms sparse step
-            # at 32k context, batch 8) and the top-k in one native pass.
-            select_pages = functools.partial(select_pages, scorer=kernels_cpu.page_scores,
-                                             chooser=kernels_cpu.select_from_scores)
+            # at 32k context, batch 8) and the top-k, fused per (query, KV head).
+            select_pages = kernels_cpu.select_pages
     if settings.decode_kernel == "triton":
         sparse_decode = _triton_module("kernels.attention.triton", "decode_kernel", device, interpret).sparse_decode
     elif device.type == "cpu" and kernels_cpu.available():

@@ -96,12 +96,16 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.tk_stream_read.argtypes, lib.tk_stream_read.restype = [P, I64, I], ctypes.c_double
     lib.tk_simd_lanes.argtypes, lib.tk_simd_lanes.restype = [], I
     lib.tk_bf16_dot.argtypes, lib.tk_bf16_dot.restype = [], I
-    lib.tk_page_scores.argtypes = [P, I64, I64, I64, P, I, I64, P, I64, I64, P, I]
+    lib.tk_page_scores.argtypes = [P, I, I64, I64, I64, I64, P, I, I64, P, I64, I64, P, I]
+    lib.tk_group_query_bounds.argtypes = [P, I, I64, I64, I64, I64, P]
+    lib.tk_group_query_bounds.restype = None
     lib.tk_page_scores.restype = None
     lib.tk_sparse_decode.argtypes = [P, I, I64, I64, I64, I64, P, P, I, I64, I64, P, I64, P, P, I64, F, P, P, P, P, I]
     lib.tk_sparse_decode.restype = None
     lib.tk_select_pages.argtypes = [P, I64, I64, I64, P, I64, I64, I64, I64, P, I]
     lib.tk_select_pages.restype = None
+    lib.tk_index_pages.argtypes = [P, I, I64, I64, I64, I64, P, I, I64, P, I64, I64, P, I64, I64, I64, I64, P, I]
+    lib.tk_index_pages.restype = None
     return lib
 
 
@@ -373,8 +377,6 @@ def page_scores(q: torch.Tensor, kbounds: torch.Tensor, block_table: torch.Tenso
     exact bounds, widened as read; other dtypes go to the reference); block_table (N, P) ->
     (N, Hkv, P') float32, P' = max_pages or P. Each score is the same dot product of length 2D as
     the reference's, summed in a fixed order of its own (equal to float32 rounding)."""
-    from kernels.indexer.reference import grouped_query_bounds
-
     if not kbounds.is_contiguous() or kbounds.device.type != "cpu":
         raise ValueError(f"kbounds must be a contiguous CPU tensor, got {kbounds.dtype} on {kbounds.device}")
     N = q.shape[0]
@@ -382,18 +384,39 @@ def page_scores(q: torch.Tensor, kbounds: torch.Tensor, block_table: torch.Tenso
     P = block_table.shape[1] if max_pages is None else max_pages
     if block_table.dim() != 2 or block_table.shape[0] != N or not 0 <= P <= block_table.shape[1]:
         raise ValueError(f"block_table {tuple(block_table.shape)} does not fit {N} queries and {P} pages")
-    if q.shape[-1] != D or two != 2:
+    if q.dim() != 3 or q.shape[-1] != D or two != 2 or q.shape[1] % Hkv:
         raise ValueError(f"q {tuple(q.shape)} does not fit kbounds {tuple(kbounds.shape)}")
     if kbounds.dtype not in _DTYPE_CODES:  # e.g. a float16 cache's bounds: the reference widens them
         from kernels.indexer.reference import page_scores as reference
 
         return reference(q, kbounds, block_table, max_pages)
-    qb = grouped_query_bounds(q, Hkv).contiguous()            # (N, Hkv, 2, D)
+    q = _query_for_indexer(q)
     table = block_table.to(torch.int32).contiguous()
     out = torch.empty(N, Hkv, P, dtype=torch.float32)
     if N and P:
-        _lib().tk_page_scores(qb.data_ptr(), N, Hkv, two * D, kbounds.data_ptr(), _DTYPE_CODES[kbounds.dtype],
-                              num_pages, table.data_ptr(), table.shape[1], P, out.data_ptr(), _threads())
+        _lib().tk_page_scores(q.data_ptr(), _DTYPE_CODES[q.dtype], N, q.shape[1], Hkv, D, kbounds.data_ptr(),
+                              _DTYPE_CODES[kbounds.dtype], num_pages, table.data_ptr(), table.shape[1], P,
+                              out.data_ptr(), _threads())
+    return out
+
+
+def _query_for_indexer(q: torch.Tensor) -> torch.Tensor:
+    """q as the native indexer reads it: contiguous float32 or bf16 (others widened to float32,
+    as grouped_query_bounds does first)."""
+    return (q if q.dtype in _DTYPE_CODES else q.float()).contiguous()
+
+
+def grouped_query_bounds(q: torch.Tensor, n_kv_heads: int) -> torch.Tensor:
+    """kernels.indexer.reference.grouped_query_bounds as the native indexer computes it (the G
+    heads added in order in float32; equal to the reference to float32 rounding): q (N, H, D) ->
+    (N, Hkv, 2, D) float32."""
+    N, H, D = q.shape
+    if H % n_kv_heads:
+        raise ValueError(f"{H} query heads do not group over {n_kv_heads} KV heads")
+    q = _query_for_indexer(q)
+    out = torch.empty(N, n_kv_heads, 2, D, dtype=torch.float32)
+    if out.numel():
+        _lib().tk_group_query_bounds(q.data_ptr(), _DTYPE_CODES[q.dtype], N, H, n_kv_heads, D, out.data_ptr())
     return out
 
 
@@ -415,6 +438,39 @@ def select_from_scores(scores: torch.Tensor, seq_lens: torch.Tensor, *, page_siz
     if out.numel():
         _lib().tk_select_pages(sc.data_ptr(), N, Hkv, P, lens.data_ptr(), page_size, sink_pages, local_pages, K,
                                out.data_ptr(), _threads())
+    return out
+
+
+def select_pages(q: torch.Tensor, cache, layer: int, block_table: torch.Tensor, seq_lens: torch.Tensor, *,
+                 budget: int, sink_pages: int, local_pages: int) -> torch.Tensor:
+    """kernels.indexer.reference.select_pages in one native call: page_scores and
+    select_from_scores fused per (query, KV head), the scores in a per-thread buffer, pages past a
+    sequence's end not scored. The same scores as page_scores bit for bit, so the same pages (tested). Bounds in
+    a dtype the native code does not read (float16) go the reference's way."""
+    from kernels.indexer.reference import num_selected_pages
+    from kernels.indexer.reference import select_pages as reference
+
+    kbounds = cache.kbounds[layer]
+    if kbounds.dtype not in _DTYPE_CODES or kbounds.device.type != "cpu":
+        return reference(q, cache, layer, block_table, seq_lens, budget=budget, sink_pages=sink_pages,
+                         local_pages=local_pages, scorer=page_scores, chooser=select_from_scores)
+    N, H, D = q.shape
+    Hkv, num_pages, two, Dk = kbounds.shape
+    if D != Dk or H % Hkv:
+        raise ValueError(f"q {tuple(q.shape)} does not fit {cache!r}")
+    if block_table.dim() != 2 or block_table.shape[0] != N or seq_lens.shape != (N,):
+        raise ValueError(f"block_table {tuple(block_table.shape)} and seq_lens {tuple(seq_lens.shape)} do not fit "
+                         f"{N} queries")
+    P = block_table.shape[1]
+    K = min(num_selected_pages(budget, cache.page_size, P), P)  # the reference's width
+    out = torch.empty(N, Hkv, K, dtype=torch.int32)
+    if out.numel():
+        q = _query_for_indexer(q)
+        table = block_table.to(torch.int32).contiguous()
+        lens = seq_lens.to(torch.int32).contiguous()
+        _lib().tk_index_pages(q.data_ptr(), _DTYPE_CODES[q.dtype], N, H, Hkv, D, kbounds.data_ptr(),
+                              _DTYPE_CODES[kbounds.dtype], num_pages, table.data_ptr(), P, P, lens.data_ptr(),
+                              cache.page_size, sink_pages, local_pages, K, out.data_ptr(), _threads())
     return out
 
 

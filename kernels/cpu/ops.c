@@ -1420,49 +1420,20 @@ void tk_decode_layer(uint16_t *x, int64_t T, int64_t dim, const uint16_t *attn_n
 
 /* ------------------------------------------------------------------------------ Quest page scores
  * out[n, h, p] = qb[n, h, :] . kb[h, block_table[n, p], :] over W = 2D floats: the GQA-summed
- * Quest bound of every block-table page (kernels/indexer/reference.py: grouped_query_bounds
- * builds qb = [sum_g min(q_g, 0) | sum_g relu(q_g)], kb rows are [kmin | kmax]). Page ids are
+ * Quest bound of every block-table page (qb = [sum_g min(q_g, 0) | sum_g relu(q_g)] as
+ * kernels/indexer/reference.py's grouped_query_bounds builds it, kb rows are [kmin | kmax]). Page ids are
  * clamped to the pool like the torch reference's; scores of pages past a sequence's end are
  * meaningless and masked by the selection. Each dot in one order (16 lanes, a fixed tree, the
  * tail) in every build and batch; the rows are read in place, a few pages ahead prefetched
  * (the torch reference gathers them into a copy first: three passes over the bounds). */
 
-/* a . b over n floats, b in `b_dtype` (F32 or BF16, widened exactly): lane i of 16 takes the
-   elements i mod 16 of the first n - n % 16, the lanes are added by tree16, then the tail. */
-static float dot_lanes16(const float *a, const void *b, int b_dtype, int64_t n) {
-    const int64_t n16 = n - n % 16;
-    const float *bf = (const float *)b;
-    const uint16_t *bh = (const uint16_t *)b;
-    float lane[16] __attribute__((aligned(64))) = {0};
-#if defined(__AVX512F__)
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t i = 0; i < n16; i += 16)
-        acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), b_dtype == BF16 ? load_bf16x16(bh + i) : _mm512_loadu_ps(bf + i),
-                              acc);
-    _mm512_store_ps(lane, acc);
-#elif defined(TK_AVX2)
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
-    for (int64_t i = 0; i < n16; i += 16) {
-        __m256 b0 = b_dtype == BF16 ? load_bf16x8(bh + i) : _mm256_loadu_ps(bf + i);
-        __m256 b1 = b_dtype == BF16 ? load_bf16x8(bh + i + 8) : _mm256_loadu_ps(bf + i + 8);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), b0, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), b1, a1);
-    }
-    _mm256_store_ps(lane, a0);
-    _mm256_store_ps(lane + 8, a1);
-#else
-    for (int64_t i = 0; i < n16; i++) lane[i % 16] = fmaf(a[i], load_elem(b, b_dtype, i), lane[i % 16]);
-#endif
-    float s = tree16(lane);
-    for (int64_t i = n16; i < n; i++) s = fmaf(a[i], load_elem(b, b_dtype, i), s);
-    return s;
-}
-
+/* a . b over n floats, b in `b_dtype` (F32 or BF16, widened exactly), in one order in every build:
+   lane i of 16 takes the elements i mod 16 of the first n - n % 16, the lanes are added by
+   tree16's pairs, then the tail in order. The SIMD builds do four rows at once (dot4_lanes16):
+   four independent FMA chains, the pairs (i, i+8), (i, i+4) as whole vectors, then (i, i+2) and
+   (i, i+1) across a 4x4 transpose: one horizontal reduction for four rows instead of sixteen
+   dependent scalar adds per row, which cost as much as the indexer's memory reads. */
 #if defined(__AVX512F__) || defined(TK_AVX2)
-/* dot_lanes16 of four rows at once, the same bits for each: four independent FMA chains, and
-   the 16 lanes of each reduced by tree16's pairs, (i, i+8), (i, i+4) as whole vectors, then
-   (i, i+2) and (i, i+1) across a 4x4 transpose (one horizontal reduction for four rows instead of
-   sixteen dependent scalar adds per row: the indexer is as much this as its memory reads). */
 static void dot4_lanes16(const float *a, const void *const b[4], int b_dtype, int64_t n, float out[4]) {
     const int64_t n16 = n - n % 16;
     __m128 u[4];
@@ -1504,40 +1475,79 @@ static void dot4_lanes16(const float *a, const void *const b[4], int b_dtype, in
 }
 #define PAGE_SCORE_ROWS 4
 #else
+static float dot_lanes16(const float *a, const void *b, int b_dtype, int64_t n) {
+    const int64_t n16 = n - n % 16;
+    float lane[16] = {0};
+    for (int64_t i = 0; i < n16; i++) lane[i % 16] = fmaf(a[i], load_elem(b, b_dtype, i), lane[i % 16]);
+    float s = tree16(lane);
+    for (int64_t i = n16; i < n; i++) s = fmaf(a[i], load_elem(b, b_dtype, i), s);
+    return s;
+}
 #define PAGE_SCORE_ROWS 1
 #endif
 
-/* kb: the rows in kb_dtype (F32, or BF16 for a bf16 cache's exact bounds: half the bytes). */
-void tk_page_scores(const float *qb, int64_t N, int64_t Hkv, int64_t W, const void *kb, int kb_dtype,
-                    int64_t num_pages, const int32_t *block_table, int64_t bt_stride, int64_t P, float *out,
-                    int nthreads) {
+/* qb = [sum_g min(q_g, 0) | sum_g max(q_g, 0)] over query n's G = H / Hkv heads of KV head h, the
+   vector whose dot with a page's [kmin | kmax] row is the GQA-summed Quest bound
+   (kernels/indexer/reference.py grouped_query_bounds, equal to float32 rounding: torch's order
+   of the sum changes with the shape), in float32 with g in order, in every build and batch; NaN
+   propagates as through torch's clamp. */
+static void group_query_bounds(const void *q, int q_dtype, int64_t n, int64_t H, int64_t Hkv, int64_t D, int64_t h,
+                               float *qb) {
+    const int64_t G = H / Hkv;
+    for (int64_t d = 0; d < D; d++) {
+        float neg = 0.0f, pos = 0.0f;
+        for (int64_t g = 0; g < G; g++) {
+            float x = load_elem(q, q_dtype, (n * H + h * G + g) * D + d);
+            float lo = x > 0.0f ? 0.0f : x, hi = x < 0.0f ? 0.0f : x;  /* (NaN stays NaN) */
+            neg = g ? neg + lo : lo;
+            pos = g ? pos + hi : hi;
+        }
+        qb[d] = neg;
+        qb[D + d] = pos;
+    }
+}
+
+void tk_group_query_bounds(const void *q, int q_dtype, int64_t N, int64_t H, int64_t Hkv, int64_t D, float *out) {
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < Hkv; h++) group_query_bounds(q, q_dtype, n, H, Hkv, D, h, out + (n * Hkv + h) * 2 * D);
+}
+
+/* The scores of one (query, KV head): o[p] for the first P pages of block-table row bt, KV head
+   h's rows of kb in kb_dtype (F32, or BF16 for a bf16 cache's exact bounds: half the bytes). */
+static void score_pages(const float *q, int64_t W, const void *kb, int kb_dtype, int64_t h, int64_t num_pages,
+                        const int32_t *bt, int64_t P, float *o) {
     const int64_t row_bytes = W * (kb_dtype == BF16 ? 2 : 4);
+    const char *rows = (const char *)kb + h * num_pages * row_bytes;
+    for (int64_t p0 = 0; p0 < P; p0 += PAGE_SCORE_ROWS) {
+        const void *row[PAGE_SCORE_ROWS];
+        for (int r = 0; r < PAGE_SCORE_ROWS; r++) {
+            int64_t p = p0 + r < P ? p0 + r : P - 1;  /* (past P: a repeat, not stored) */
+            if (p + 8 < P) {
+                int64_t ahead = bt[p + 8] < 0 ? 0 : bt[p + 8] >= num_pages ? num_pages - 1 : bt[p + 8];
+                for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(rows + ahead * row_bytes + b, 0, 3);
+            }
+            int64_t page = bt[p] < 0 ? 0 : bt[p] >= num_pages ? num_pages - 1 : bt[p];
+            row[r] = rows + page * row_bytes;
+        }
+#if PAGE_SCORE_ROWS == 4
+        float s4[4];
+        dot4_lanes16(q, row, kb_dtype, W, s4);
+        for (int r = 0; r < 4 && p0 + r < P; r++) o[p0 + r] = s4[r];
+#else
+        o[p0] = dot_lanes16(q, row[0], kb_dtype, W);
+#endif
+    }
+}
+
+void tk_page_scores(const void *q, int q_dtype, int64_t N, int64_t H, int64_t Hkv, int64_t D, const void *kb,
+                    int kb_dtype, int64_t num_pages, const int32_t *block_table, int64_t bt_stride, int64_t P,
+                    float *out, int nthreads) {
 #pragma omp parallel for collapse(2) schedule(static) num_threads(nthreads)
     for (int64_t n = 0; n < N; n++)
         for (int64_t h = 0; h < Hkv; h++) {
-            const float *q = qb + (n * Hkv + h) * W;
-            const char *rows = (const char *)kb + h * num_pages * row_bytes;
-            const int32_t *bt = block_table + n * bt_stride;
-            float *o = out + (n * Hkv + h) * P;
-            for (int64_t p0 = 0; p0 < P; p0 += PAGE_SCORE_ROWS) {
-                const void *row[PAGE_SCORE_ROWS];
-                for (int r = 0; r < PAGE_SCORE_ROWS; r++) {
-                    int64_t p = p0 + r < P ? p0 + r : P - 1;  /* (past P: a repeat, not stored) */
-                    if (p + 8 < P) {
-                        int64_t ahead = bt[p + 8] < 0 ? 0 : bt[p + 8] >= num_pages ? num_pages - 1 : bt[p + 8];
-                        for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(rows + ahead * row_bytes + b, 0, 3);
-                    }
-                    int64_t page = bt[p] < 0 ? 0 : bt[p] >= num_pages ? num_pages - 1 : bt[p];
-                    row[r] = rows + page * row_bytes;
-                }
-#if PAGE_SCORE_ROWS == 4
-                float s4[4];
-                dot4_lanes16(q, row, kb_dtype, W, s4);
-                for (int r = 0; r < 4 && p0 + r < P; r++) o[p0 + r] = s4[r];
-#else
-                o[p0] = dot_lanes16(q, row[0], kb_dtype, W);
-#endif
-            }
+            float qb[2 * D];
+            group_query_bounds(q, q_dtype, n, H, Hkv, D, h, qb);
+            score_pages(qb, 2 * D, kb, kb_dtype, h, num_pages, block_table + n * bt_stride, P, out + (n * Hkv + h) * P);
         }
 }
 
@@ -1572,37 +1582,65 @@ static int cmp_i32(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* One (query, KV head) row of the selection: sc[p] the scores of pages p < n_pages (never read
+   past them, nor for forced pages), out K entries. heap: 2 * min(K, P) + 2 int64 scratch. */
+static void select_row(const float *sc, int64_t P, int64_t n_pages, int64_t sink, int64_t local, int64_t K,
+                       int64_t *heap, int32_t *o) {
+    const int64_t k_top = K < P ? K : P;
+    int64_t filled = 0;
+    for (int64_t p = 0; p < P; p++) {
+        float v = p >= n_pages ? -INFINITY : (p < sink || p >= n_pages - local) ? INFINITY : sc[p];
+        int64_t key = page_key(v, p, P);
+        if (filled < k_top) {
+            heap[filled++] = key;
+            if (filled == k_top)
+                for (int64_t i = k_top / 2 - 1; i >= 0; i--) heap_sift_down(heap, k_top, i);
+        } else if (k_top > 0 && key > heap[0]) {
+            heap[0] = key;
+            heap_sift_down(heap, k_top, 0);
+        }
+    }
+    int64_t kept = 0;
+    for (int64_t i = 0; i < filled; i++) {
+        int64_t p = P - 1 - (heap[i] & 0xFFFFFFFFLL);
+        float v = p >= n_pages ? -INFINITY : (p < sink || p >= n_pages - local) ? INFINITY : sc[p];
+        if (v > -INFINITY) o[kept++] = (int32_t)p;  /* (false for NaN, as in the reference) */
+    }
+    qsort(o, (size_t)kept, sizeof(int32_t), cmp_i32);
+    for (int64_t i = kept; i < K; i++) o[i] = -1;
+}
+
 void tk_select_pages(const float *scores, int64_t N, int64_t Hkv, int64_t P, const int32_t *seq_lens,
                      int64_t page_size, int64_t sink, int64_t local, int64_t K, int32_t *out, int nthreads) {
     const int64_t k_top = K < P ? K : P;
 #pragma omp parallel for collapse(2) schedule(static) num_threads(nthreads) if (N * Hkv * P >= 16384)
     for (int64_t n = 0; n < N; n++)
         for (int64_t h = 0; h < Hkv; h++) {
-            const float *sc = scores + (n * Hkv + h) * P;
-            int32_t *o = out + (n * Hkv + h) * K;
             int64_t n_pages = ((int64_t)seq_lens[n] + page_size - 1) / page_size;
-            int64_t *heap = (int64_t *)thread_ints(2 * k_top + 2);
-            int64_t filled = 0;
-            for (int64_t p = 0; p < P; p++) {
-                float v = p >= n_pages ? -INFINITY : (p < sink || p >= n_pages - local) ? INFINITY : sc[p];
-                int64_t key = page_key(v, p, P);
-                if (filled < k_top) {
-                    heap[filled++] = key;
-                    if (filled == k_top)
-                        for (int64_t i = k_top / 2 - 1; i >= 0; i--) heap_sift_down(heap, k_top, i);
-                } else if (k_top > 0 && key > heap[0]) {
-                    heap[0] = key;
-                    heap_sift_down(heap, k_top, 0);
-                }
-            }
-            int64_t kept = 0;
-            for (int64_t i = 0; i < filled; i++) {
-                int64_t p = P - 1 - (heap[i] & 0xFFFFFFFFLL);
-                float v = p >= n_pages ? -INFINITY : (p < sink || p >= n_pages - local) ? INFINITY : sc[p];
-                if (v > -INFINITY) o[kept++] = (int32_t)p;  /* (false for NaN, as in the reference) */
-            }
-            qsort(o, (size_t)kept, sizeof(int32_t), cmp_i32);
-            for (int64_t i = kept; i < K; i++) o[i] = -1;
+            select_row(scores + (n * Hkv + h) * P, P, n_pages, sink, local, K,
+                       (int64_t *)thread_ints(2 * k_top + 2), out + (n * Hkv + h) * K);
+        }
+}
+
+/* ------------------------------------------------------------------------------ fused indexer
+ * tk_page_scores then tk_select_pages in one pass per (query, KV head), the scores kept in a
+ * per-thread buffer: the same scores (bit for bit) and the same selection, without the scores
+ * tensor, a second parallel region and the second call's overhead. Pages past a sequence's end
+ * are not scored at all (their scores were never read). */
+void tk_index_pages(const void *q, int q_dtype, int64_t N, int64_t H, int64_t Hkv, int64_t D, const void *kb,
+                    int kb_dtype, int64_t num_pages, const int32_t *block_table, int64_t bt_stride, int64_t P,
+                    const int32_t *seq_lens, int64_t page_size, int64_t sink, int64_t local, int64_t K, int32_t *out,
+                    int nthreads) {
+    const int64_t k_top = K < P ? K : P;
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nthreads) if (N * Hkv * P >= 2048)
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < Hkv; h++) {
+            int64_t n_pages = ((int64_t)seq_lens[n] + page_size - 1) / page_size;
+            int64_t scored = n_pages < P ? (n_pages > 0 ? n_pages : 0) : P;
+            float *sc = thread_buffer(scored + 1), qb[2 * D];
+            group_query_bounds(q, q_dtype, n, H, Hkv, D, h, qb);
+            score_pages(qb, 2 * D, kb, kb_dtype, h, num_pages, block_table + n * bt_stride, scored, sc);
+            select_row(sc, P, n_pages, sink, local, K, (int64_t *)thread_ints(2 * k_top + 2), out + (n * Hkv + h) * K);
         }
 }
 

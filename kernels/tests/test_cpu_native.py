@@ -353,8 +353,24 @@ def test_page_scores_match_the_torch_indexer(heads, hkv, d, dtype):
         assert torch.equal(cpu.page_scores(q[rows], cache.kbounds[0], table[rows]), got[rows])
     assert torch.equal(cpu.page_scores(q, cache.kbounds[0].float(), table), got)
     kw = dict(budget=128, sink_pages=1, local_pages=2)
-    assert torch.equal(select_pages(q, cache, 0, table, seq_lens, scorer=cpu.page_scores, **kw),
-                       select_pages(q, cache, 0, table, seq_lens, **kw))
+    expected = select_pages(q, cache, 0, table, seq_lens, **kw)
+    assert torch.equal(select_pages(q, cache, 0, table, seq_lens, scorer=cpu.page_scores, **kw), expected)
+    assert torch.equal(cpu.select_pages(q, cache, 0, table, seq_lens, **kw), expected)  # fused: the same pages
+    for rows in ([0], [3], [2, 1]):  # batch invariant
+        assert torch.equal(cpu.select_pages(q[rows], cache, 0, table[rows], seq_lens[rows], **kw), expected[rows])
+
+
+def test_fused_selection_shapes_and_bad_input():
+    cache, table, seq_lens = _filled_cache(torch.bfloat16, [40, 1], page_size=16, hkv=3, d=64)
+    q = torch.randn(2, 9, 64).to(torch.bfloat16)
+    kw = dict(budget=512, sink_pages=1, local_pages=1)
+    out = cpu.select_pages(q, cache, 0, table, seq_lens, **kw)  # budget past the table: every valid page
+    assert out.tolist() == [[[0, 1, 2]] * 3, [[0, -1, -1]] * 3]
+    assert cpu.select_pages(q, cache, 0, table[:, :0], seq_lens, **kw).shape == (2, 3, 0)
+    with pytest.raises(ValueError, match="do not fit"):
+        cpu.select_pages(q, cache, 0, table[:1], seq_lens, **kw)
+    with pytest.raises(ValueError, match="does not fit"):
+        cpu.select_pages(q[:, :, :32], cache, 0, table, seq_lens, **kw)
 
 
 def test_page_scores_of_float16_bounds_go_to_the_reference():
@@ -364,6 +380,30 @@ def test_page_scores_of_float16_bounds_go_to_the_reference():
     kbounds = torch.randn(2, 6, 2, 8, generator=g).half()
     q, table = torch.randn(2, 4, 8, generator=g), torch.tensor([[5, 1, 2], [0, 3, 4]])
     assert torch.equal(cpu.page_scores(q, kbounds, table), page_scores(q, kbounds, table))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_grouped_query_bounds_sum_the_heads_in_order(dtype):
+    """The native indexer builds [sum_g min(q_g, 0) | sum_g relu(q_g)] itself, adding the G heads
+    in order in float32 (bit for bit that loop; the torch reference equals it to float32 rounding:
+    torch's own order changes with the shape), for 1..16 grouped heads, with NaN and +-inf."""
+    from kernels.indexer.reference import grouped_query_bounds
+
+    g = torch.Generator().manual_seed(17)
+    for G in (1, 2, 3, 4, 7, 16):
+        q = (torch.randn(4, 2 * G, 40, generator=g) * 30).to(dtype)
+        q[0, 0, :4] = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0]).to(dtype)
+        got = cpu.grouped_query_bounds(q, 2)
+        qg = q.float().view(4, 2, G, 40)
+        neg, pos = qg[:, :, 0].clamp_max(0), qg[:, :, 0].clamp_min(0)
+        for h in range(1, G):
+            neg, pos = neg + qg[:, :, h].clamp_max(0), pos + qg[:, :, h].clamp_min(0)
+        in_order = torch.stack((neg, pos), dim=2)
+        assert got.shape == (4, 2, 2, 40)
+        assert torch.equal(got.isnan(), in_order.isnan()) and torch.equal(got.nan_to_num(), in_order.nan_to_num())
+        torch.testing.assert_close(got, grouped_query_bounds(q, 2), rtol=1e-6, atol=1e-5, equal_nan=True)
+    with pytest.raises(ValueError, match="do not group"):
+        cpu.grouped_query_bounds(torch.randn(1, 5, 8), 2)
 
 
 def test_page_scores_reject_a_table_that_does_not_fit():

@@ -49,17 +49,17 @@ CACHES = [pytest.param("auto", torch.float32, id="kv_auto"), pytest.param("auto"
           pytest.param("fp8_e4m3", torch.float32, id="kv_fp8")]
 
 
-@pytest.mark.parametrize("scorer", ["torch", "native"])
+@pytest.mark.parametrize("scorer", ["torch", "native", "native-fused"])
 @pytest.mark.parametrize("kv_cache_dtype,dtype", CACHES)
 @pytest.mark.parametrize("heads", list(HEADS), ids=str)
 @pytest.mark.parametrize("lens,page_size,budget,sink,local,head_dim", CASES)
 def test_torch_selection_equals_bruteforce(lens, page_size, budget, sink, local, head_dim, heads, kv_cache_dtype,
                                            dtype, scorer):
-    """`native`: the page scores and the top-k by kernels.cpu, as the selector runs indexer=torch
-    on the CPU."""
+    """`native`: the page scores and the top-k by kernels.cpu; `native-fused`: both in one call
+    (kernels.cpu.select_pages), as the selector runs indexer=torch on the CPU."""
     from kernels import cpu
 
-    if scorer == "native" and not cpu.available():
+    if scorer != "torch" and not cpu.available():
         pytest.skip(reason=f"native CPU kernels unavailable: {cpu.unavailable_reason()}")
     H, Hkv = HEADS[heads]
     # Discrete data: exact score sums, so many pages tie and the tie rule is exercised. A
@@ -69,8 +69,9 @@ def test_torch_selection_equals_bruteforce(lens, page_size, budget, sink, local,
                        scales=2.0**-5 if kv_cache_dtype == "fp8_e4m3" else None)
     q = draw_queries(len(lens), H, head_dim, seed=7, discrete=True).to(dtype)
     kw = {"scorer": cpu.page_scores, "chooser": cpu.select_from_scores} if scorer == "native" else {}
-    got = torch_indexer.select_pages(q, batch.cache, 0, batch.block_table, batch.seq_lens,
-                                     budget=budget, sink_pages=sink, local_pages=local, **kw)
+    select = cpu.select_pages if scorer == "native-fused" else torch_indexer.select_pages
+    got = select(q, batch.cache, 0, batch.block_table, batch.seq_lens, budget=budget, sink_pages=sink,
+                 local_pages=local, **kw)
     expected = _expected(batch, q, budget=budget, sink=sink, local=local)
     assert got.shape == expected.shape and got.dtype == torch.int32
     assert torch.equal(got, expected)
