@@ -116,6 +116,16 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
     mt["finish_reason"] = finish_reason
     runaway = finish_reason == "length"
     mt["runaway"] = runaway
+    request = M.requested_repetition(messages)
+    exempted: list[str] = []
+
+    def requested(unit: str, copies: float) -> bool:
+        """The user asked for N copies of this unit (its words are in the request) and got at
+        most about N: the answer, not a loop."""
+        if request is None:
+            return False
+        words = set(M._norm(unit).split())
+        return bool(words) and words <= set(request[1].split()) and copies <= request[0] * 1.1 + 1
 
     # ---- tail loop ---------------------------------------------------------------------------
     # the last token may be a fragment of a word cut by max_tokens only if it is a word token
@@ -157,6 +167,12 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
             sev = T.sev_loop_strong
         elif copies >= T.loop_min_copies and covered >= T.loop_min_tokens and (cov >= T.loop_min_coverage or runaway):
             sev = T.sev_loop
+        elif (runaway and copies >= T.loop_runaway_min_copies and covered >= T.loop_runaway_min_tokens
+              and cov >= T.loop_runaway_min_coverage):
+            sev = T.sev_loop
+        if sev > 0 and requested(loop_info["unit"], copies):
+            exempted.append("tail_loop")
+            sev = 0.0
         if sev > 0:
             if unbalanced:
                 msg += "; the repeated closing tags have no matching opening tags"
@@ -182,9 +198,11 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
             mt["fuzzy_loop"] = {"period": fz.period, "copies": _r(fz.copies), "covered_tokens": covered,
                                 "coverage": _r(cov), "start_char": fz_char, "alpha_tokens": alpha}
             massive = fz.copies >= T.fuzzy_massive_copies and cov >= T.fuzzy_massive_coverage
+            fz_unit = text[int(toks.starts[fz_end - fz.period]):int(toks.ends[fz_end - 1])]
             if (fz.copies >= T.fuzzy_min_copies and covered >= T.fuzzy_min_tokens
                     and cov >= T.fuzzy_min_coverage and alpha >= T.fuzzy_min_alpha
-                    and (runaway or massive or not T.fuzzy_needs_runaway)):
+                    and (runaway or massive or not T.fuzzy_needs_runaway)
+                    and not requested(fz_unit, fz.copies)):
                 last = int(toks.starts[fz_end - fz.period])
                 reasons.append(Reason(
                     "fuzzy_loop",
@@ -203,12 +221,58 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
             (ls.run, ls.run_line, ls.run_start_line, T.line_run_min, ""),
             (ls.structural_run, ls.structural_run_line, ls.structural_run_start_line,
              T.structural_line_run_min, "short ")):
-        if run >= minimum:
+        if run >= minimum and requested(line, run):
+            exempted.append("line_run")
+        elif run >= minimum:
             a = M.line_char_offset(text, start_line)
             b = _end_of_run(text, a, line, run)
             reasons.append(Reason("line_run", f"{kind}line repeated {run}× in a row: “{_short(line, 60)}”",
                                   T.sev_line_run, (a, b)))
             highlights.append(Highlight(a, b, "line_run", f"{run}× same line"))
+
+    # ---- a repeat run anywhere (a loop the model stopped, or left) ------------------------------
+    run = M.longest_run(ids, min_copies=int(min(T.run_min_copies, T.run_short_min_copies)))  # (reported from there)
+    if run is not None:
+        unit_a, unit_b = int(toks.starts[run.start]), int(toks.ends[run.start + run.period - 1])
+        mt["repeat_run"] = {"period": run.period, "copies": _r(run.copies), "covered_tokens": run.covered,
+                            "start_char": unit_a, "unit": _short(text[unit_a:unit_b], 80)}
+        # prose, not markup or code: at least half of a copy's tokens are words of letters (the
+        # closing tags of a nested page and nested `if (x) {` repeat legitimately; the tail loop,
+        # the line runs and the markup balance judge floods of those)
+        has_word = float(toks.is_word[run.start:run.start + run.period].mean()) >= T.run_min_word_share
+        enough = (run.copies >= T.run_short_min_copies if run.period <= T.run_short_period
+                  else run.copies >= T.run_min_copies and run.covered >= T.run_min_tokens)
+        fired = {r.code for r in reasons}
+        if has_word and enough and not loop_fired and "line_run" not in fired:
+            if requested(text[unit_a:unit_b], run.copies):
+                exempted.append("repeat_run")
+            else:
+                end = int(toks.ends[run.start + run.covered - 1])
+                reasons.append(Reason(
+                    "repeat_run", f"repeat run: “{_short(text[unit_a:unit_b], 50)}” ×{run.copies:.0f} back to back "
+                    f"({run.covered} tokens) at char {unit_a}", T.sev_repeat_run, (unit_a, end)))
+                highlights.append(Highlight(unit_a, end, "loop", f"period {run.period} ×{run.copies:.0f}"))
+                loop_fired = True
+
+    # ---- a loop at the end in characters (inside one token, or whitespace) ---------------------
+    cl = M.char_tail_loop(text)
+    if cl is not None and cl.copies >= 3:
+        unit = text[-cl.period:]
+        mt["char_loop"] = {"period_chars": cl.period, "copies": _r(cl.copies), "covered_chars": cl.covered,
+                           "unit": unit}
+        if (not loop_fired and cl.copies >= T.char_loop_min_copies
+                and cl.covered >= (T.char_loop_runaway_min_chars if runaway else T.char_loop_min_chars)
+                and (runaway or cl.covered >= T.char_loop_min_coverage * len(text))):
+            if requested(unit, cl.copies):
+                exempted.append("char_loop")
+            else:
+                shown = unit.encode("unicode_escape").decode() if not unit.strip() else unit
+                reasons.append(Reason(
+                    "char_loop", f"tail loop in characters: “{_short(shown, 30)}” ×{cl.copies:.0f}, the last "
+                    f"{cl.covered} characters ({_pct(cl.covered / len(text))} of the response)",
+                    T.sev_char_loop, (cl.start, len(text))))
+                highlights.append(Highlight(cl.start, len(text), "loop", f"{cl.period} chars ×{cl.copies:.0f}"))
+                loop_fired = True
 
     # ---- runaway with near-repetition --------------------------------------------------------
     if runaway:  # (computed only here: it costs a sort and only matters for a runaway)
@@ -318,6 +382,8 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                                           f"sampled with p ≥ 0.9")
         mt["logprobs"] = info
 
+    if request is not None:
+        mt["requested_repetition"] = {"count": request[0], "exempted": exempted}
     if not text.strip():
         reasons.append(Reason("empty", "empty response" if not text else "response is only whitespace", 0.1))
 

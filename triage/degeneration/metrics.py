@@ -325,6 +325,127 @@ def tail_loop_tolerant(ids: np.ndarray, last_may_be_cut: bool = True) -> Loop | 
     return a
 
 
+@dataclass
+class Run:
+    """The longest stretch anywhere in a sequence that repeats a short unit back to back."""
+    period: int   # tokens in one copy
+    start: int    # index of the first token of the stretch
+    covered: int  # tokens the stretch covers (≥ 2 × period)
+
+    @property
+    def copies(self) -> float:
+        return self.covered / self.period
+
+
+def longest_run(ids: np.ndarray, max_period: int = 32, max_tokens: int = 1 << 18, min_copies: int = 2) -> Run | None:
+    """The stretch of ``ids`` covered by the most tokens of back-to-back copies of one unit of
+    ≤ ``max_period`` tokens, wherever it is (``tail_loop`` only sees the end: a model that loops
+    and then recovers, ``is is is … is.``, leaves the loop inside the text). For each period p,
+    ``ids[i] == ids[i + p]`` over a run of r positions is a stretch of r + p tokens with period p;
+    ties go to the shorter period; None when no unit repeats ``min_copies`` times. O(max_period ×
+    n) vectorised comparisons over the last ``max_tokens`` tokens: all periods in one 2-D pass for
+    a typical response, one pass per period for long ones."""
+    base = max(0, int(ids.size) - max_tokens)
+    seq = ids[base:]
+    n = int(seq.size)
+    P = min(max_period, n // 2)
+    if P < 1:
+        return None
+    if n <= _RUN_2D_MAX_TOKENS:
+        # eq[i, p-1] = seq[i] == seq[i + p], positions past the end never equal (sentinels)
+        padded = np.concatenate((seq, _RUN_SENTINELS[:P]))
+        eq = np.lib.stride_tricks.sliding_window_view(padded, P + 1)[:n, 1:] == seq[:, None]
+        periods = np.arange(1, P + 1)
+        need = (min_copies - 1) * periods          # matches a run needs for min_copies copies
+        cand = np.flatnonzero(eq.sum(axis=0) >= need)  # (a total below that rules a period out)
+        if cand.size == 0:
+            return None
+        eq = eq[:, cand]
+        idx = np.arange(n, dtype=np.int32)[:, None]
+        last_miss = np.maximum.accumulate(np.where(eq, np.int32(-1), idx), axis=0)  # last i' <= i, no match
+        runs = idx - last_miss                     # matches ending at i (0 where i mismatches)
+        ends = runs.argmax(axis=0)                 # per period: where its longest run ends
+        lengths = runs[ends, np.arange(cand.size)]
+        covered = lengths + periods[cand]
+        ok = lengths >= need[cand]
+        if not ok.any():
+            return None
+        k = int(np.where(ok, covered, -1).argmax())  # first (shortest) period among the longest
+        return Run(period=int(periods[cand[k]]), start=base + int(ends[k]) - int(lengths[k]) + 1,
+                   covered=int(covered[k]))
+    best: Run | None = None
+    for p in range(1, P + 1):
+        eq = np.concatenate(([False], seq[p:] == seq[:-p], [False]))
+        edges = np.flatnonzero(eq[1:] != eq[:-1])  # run starts and ends, alternating
+        if edges.size == 0:
+            continue
+        lengths = edges[1::2] - edges[::2]
+        k = int(lengths.argmax())
+        covered = int(lengths[k]) + p
+        if covered >= min_copies * p and (best is None or covered > best.covered):
+            best = Run(period=p, start=base + int(edges[2 * k]), covered=covered)
+    return best
+
+
+_RUN_2D_MAX_TOKENS = 8192
+# ids no token hashes to (in practice): they end every sequence so no run crosses its end
+_RUN_SENTINELS = np.arange(0xFFFF_FFFF_FFFF_FF00, 0xFFFF_FFFF_FFFF_FF80, dtype=np.uint64)
+
+
+_CHAR_LOOP_PROBE = 48
+
+
+def char_tail_loop(text: str, max_period: int = 16, window: int = 8192) -> Run | None:
+    """A loop at the end of the text measured in characters, for what word tokens cannot see:
+    ``3.14159…000000`` and ``的的的…`` are one token each, and a flood of newlines is no token at
+    all. Over the last ``window`` characters, the period ≤ ``max_period`` whose copies cover the
+    longest suffix (ties to the shorter period); None unless the last 48 characters are periodic
+    (every threshold is far above that). Linear in the window."""
+    tail = text[-window:]
+    n = len(tail)
+    if n < 4:
+        return None
+    probe = tail[-_CHAR_LOOP_PROBE:]  # cheap first: is the end periodic at all?
+    if not any(probe[p:] == probe[:-p] for p in range(1, min(max_period, len(probe) // 2) + 1)):
+        return None
+    cp = np.frombuffer(tail.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    best: Run | None = None
+    for p in range(1, min(max_period, n // 2) + 1):
+        neq = np.flatnonzero(cp[p:] != cp[:-p])
+        run = (n - p) - (int(neq[-1]) + 1) if neq.size else n - p  # periodic suffix beyond one copy
+        covered = run + p
+        if covered >= 2 * p and (best is None or covered > best.covered):
+            best = Run(period=p, start=len(text) - covered, covered=covered)
+    return best
+
+
+_NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+_NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+                      "ninety": 90, "hundred": 100, "a hundred": 100, "one hundred": 100, "a thousand": 1000,
+                      "thousand": 1000, "twice": 2, "thrice": 3})
+_REPEAT_COUNT_RE = re.compile(
+    r"\b(?P<n>\d{1,5}|" + "|".join(sorted((re.escape(w) for w in _NUMBER_WORDS), key=len, reverse=True))
+    + r")\s*(?:times\b|x\b|×)|\b(?P<w>twice|thrice)\b", re.I)
+
+
+def requested_repetition(messages) -> tuple[int, str] | None:
+    """(N, the request's words) when the last user message asks for something N times ("write
+    'hello' 50 times", "repeat this sentence twenty times"), else None: N copies of a unit the
+    user named are the answer, not a loop."""
+    for msg in reversed(list(messages or ())):
+        if _message_role(msg) != "user":
+            continue
+        content = _message_text(msg)
+        counts = []
+        for m in _REPEAT_COUNT_RE.finditer(content):
+            word = (m.group("n") or m.group("w")).lower()
+            counts.append(int(word) if word.isdigit() else _NUMBER_WORDS[word])
+        return (max(counts), _norm(content)) if counts else None
+    return None
+
+
 # ----------------------------------------------------------------------------------------------
 # lines
 # ----------------------------------------------------------------------------------------------
@@ -479,7 +600,12 @@ ASSISTANT_LINE_RE = re.compile(
     r"(?:\*\*)?[ \t]*:", re.M)
 _ROLE_WORDS = ("User", "USER", "Human", "HUMAN", "Instruction", "INSTRUCTION")
 _WORD_RE = re.compile(r"\w+")
-_DIALOGUE_REQUEST_RE = re.compile(r"\b(dialog(ue)?|conversation|transcript|chat ?log|role[- ]?play|script)\b", re.I)
+_DIALOGUE_REQUEST_RE = re.compile(
+    r"\b(dialog(ue)?|conversation|transcript|chat ?log|role[- ]?play|script)\b"
+    # or a request that names the format: "User/Assistant", a quoted 'User:' label (a bare
+    # "User: …" in the prompt is more often a pasted conversation to work on)
+    r"|\b(user|human|customer)\s*/\s*(assistant|ai|bot|agent|model)\b|['\"“‘`](user|human|customer)\s*:?['\"”’`]",
+    re.I)
 
 
 def _norm(s: str) -> str:
@@ -507,7 +633,7 @@ def confabulated_turns(text: str, messages, min_words: int) -> dict:
     explain a chat template).  A role line counts only when followed by ≥ ``min_words`` words
     that are not part of any message of the conversation; without ``messages`` (or with none that has text) it also needs a
     later assistant-role line (a dialogue going on by itself), and it is never counted when the
-    user asked for a dialogue / transcript / script.
+    user asked for a dialogue / transcript / script or named the format ("User/Assistant", 'User:').
     """
     res = {"markers": [], "end_markers": [], "role_lines": []}
     has_marker_chars = ("<|" in text or "<start_of_turn>" in text or "<end_of_turn>" in text

@@ -47,6 +47,12 @@ class Thresholds:
     """A loop below the strong tier (3–6 copies or 40–120 tokens) must cover ≥ 15 % of the
     response to count: a short loop at the end of a very long legitimate document is weak
     evidence on its own."""
+    loop_runaway_min_copies: float = 4.0
+    loop_runaway_min_tokens: int = 24
+    loop_runaway_min_coverage: float = 0.5
+    """A short response that hit max_tokens and is mostly a loop (≥ 4 copies over ≥ half of it,
+    e.g. a three-item list cycling ``- large - huge - enormous`` until cut) is degenerate even
+    below 40 tokens: max_tokens was small, the loop is still the whole answer."""
     structural_loop_min_tokens: int = 200
     """A loop made only of markup / punctuation (``</div>``, ``}``, ``|``) that does NOT leave the
     markup unbalanced is what a well-formed nested document ends with; it only counts when it is
@@ -82,6 +88,32 @@ class Thresholds:
     of nested HTML, separators)."""
     structural_line_run_min: int = 30
     """…so a run of short/structural lines only counts at 30: deeper than any real nesting."""
+
+    # ---- a repeat run anywhere (not only at the end) ----------------------------------------
+    run_short_period: int = 2
+    run_short_min_copies: float = 20.0
+    """A word of prose (or a two-token unit) repeated ≥ 20 times back to back anywhere
+    (``The answer is is is … is.``): the model looped and then happened to stop. Healthy text
+    repeats a word a handful of times (``no, no, no``, ``very very``, a ``na na`` refrain)."""
+    run_min_copies: float = 8.0
+    run_min_tokens: int = 40
+    run_min_word_share: float = 0.5
+    """A longer unit (≥ 3 tokens) ≥ 8 times back to back over ≥ 40 tokens. Units must be prose:
+    at least half of a copy's tokens words of ≥ 2 letters. Separators (``=====``), zero-filled
+    arrays, numeric rows, nested ``if (x) {`` and closing tags repeat legitimately. A request
+    for N copies (``write 'hello' 50 times``) exempts up to N copies of a unit the user named,
+    for this and the other repetition findings."""
+
+    # ---- a loop at the end, in characters ----------------------------------------------------
+    char_loop_min_chars: int = 200
+    char_loop_runaway_min_chars: int = 100
+    char_loop_min_copies: float = 20.0
+    char_loop_min_coverage: float = 0.3
+    """What word tokens cannot see: a run inside one token (``3.14159…0000000``, ``的的的…``) or
+    whitespace (thousands of newlines). A unit of ≤ 16 characters repeated ≥ 20 times over the
+    last ≥ 200 characters (≥ 100 if the response hit max_tokens) covering ≥ 30 % of the response
+    or hitting max_tokens. A markdown rule is ~80 characters, and healthy responses do not end on
+    hundreds of blank lines."""
 
     # ---- whole-text repetition (supporting signal) -------------------------------------------
     runaway_window_min_tokens: int = 128
@@ -120,6 +152,8 @@ class Thresholds:
     sev_loop: float = 0.75
     sev_fuzzy_loop: float = 0.7
     sev_line_run: float = 0.7
+    sev_repeat_run: float = 0.7
+    sev_char_loop: float = 0.75
     sev_runaway_repetition: float = 0.6
     sev_markup_flood: float = 0.6
     sev_confab_marker: float = 0.9

@@ -227,3 +227,64 @@ def test_time_is_linear(make):
     ts = _best(lambda: analyze(small), 3)
     tb = _best(lambda: analyze(big), 3)
     assert tb / ts < 32, f"8× input took {tb / ts:.1f}× the time"
+
+
+# ---- loops word tokens do not show at the end, and requested repetition ------------------------
+
+def test_a_loop_the_model_left_is_flagged_where_it_is():
+    text = "Water boils at 100 degrees Celsius at sea level. The reason is " + "is " * 40 + "pressure."
+    a = analyze(text, finish_reason="stop")
+    assert a.degenerate and a.reasons[0].code == "repeat_run"
+    start, end = a.reasons[0].span
+    assert text[start:end].split() == ["is"] * 41  # ("The reason is" + 40 more)
+    assert a.metrics["repeat_run"]["period"] == 1 and a.metrics["repeat_run"]["copies"] == 41
+    # a few repeats in prose are style, not a loop
+    assert not analyze("No, no, no, no! That is very, very wrong.", finish_reason="stop").degenerate
+
+
+@pytest.mark.parametrize("text,finish", [
+    ("Pi to 20 decimal places is 3.14159265358979323846" + "0" * 1500, "length"),
+    ("答案是：" + "的" * 800, "length"),
+    ("Here is your haiku:\n\nAn old silent pond\nA frog jumps into the pond\nSplash! Silence again" + "\n" * 2000,
+     "length"),
+    ("Sure!" + "!" * 400, "stop"),
+], ids=["zeros-inside-a-number", "cjk-character", "newline-flood", "exclamation-flood"])
+def test_character_loops_inside_one_token_or_whitespace_are_flagged(text, finish):
+    a = analyze(text, finish_reason=finish)
+    assert a.degenerate, [r.message for r in a.reasons]
+    assert any(r.code in ("char_loop", "tail_loop") for r in a.reasons)
+    assert a.metrics["char_loop"]["copies"] >= 20
+
+
+def test_short_runaway_that_is_mostly_a_loop_is_flagged():
+    text = 'Synonyms for "big":\n' + "- large\n- huge\n- enormous\n" * 6 + "- lar"
+    a = analyze(text, finish_reason="length")
+    assert a.degenerate and a.reasons[0].code == "tail_loop"
+    assert not analyze(text, finish_reason="stop").degenerate  # a short list that stopped: not enough
+
+
+def test_requested_repetition_is_the_answer_until_it_runs_past_the_count():
+    ask = [{"role": "user", "content": "Write the word 'hello' 50 times."}]
+    a = analyze(" ".join(["hello"] * 50), finish_reason="stop", messages=ask)
+    assert not a.degenerate and a.metrics["requested_repetition"]["count"] == 50
+    assert a.metrics["requested_repetition"]["exempted"]
+    lines = [{"role": "user", "content": "Repeat the sentence 'I will not talk in class.' twenty times."}]
+    assert not analyze("\n".join(["I will not talk in class."] * 20), messages=lines).degenerate
+    # asked for 5, looped to max_tokens: still a loop
+    five = [{"role": "user", "content": "Say 'I love pizza' 5 times."}]
+    assert analyze(" ".join(["I love pizza."] * 300), finish_reason="length", messages=five).degenerate
+    # a count in the request does not excuse a loop of something the user did not ask for
+    other = [{"role": "user", "content": "List 50 countries."}]
+    assert analyze("Countries: " + "France, " * 60, finish_reason="length", messages=other).degenerate
+    assert analyze(" ".join(["hello"] * 50), finish_reason="stop").degenerate  # nobody asked
+
+
+def test_requested_chat_format_examples_are_not_invented_turns():
+    ask = [{"role": "user", "content": "Write 2 example User/Assistant exchanges about tea, each starting with "
+                                        "'User:' and 'Assistant:'."}]
+    text = ("Example 1\nUser: How hot should the water be for green tea?\nAssistant: About 80 °C.\n\n"
+            "Example 2\nUser: How long should black tea steep?\nAssistant: Three to five minutes.")
+    assert not analyze(text, messages=ask).degenerate
+    plain = [{"role": "user", "content": "How hot should the water be for green tea?"}]
+    assert analyze("About 80 °C.\n\nUser: And for black tea, how long should it steep?\nAssistant: Five minutes.",
+                   messages=plain).degenerate

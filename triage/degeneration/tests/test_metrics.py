@@ -155,3 +155,33 @@ def test_role_lines_need_unknown_text():
 def test_clean_logprobs():
     out = M.clean_logprobs([-0.5, None, float("nan"), 0.2, "x", True, float("-inf")])
     assert out.tolist() == [-0.5, 0.0, -1e4]
+
+
+def test_longest_run_finds_back_to_back_copies_anywhere(monkeypatch):
+    import random
+
+    seq = M.token_arrays("Intro words here. " + "I think " * 12 + "the answer is 42. The end.").hashes
+    run = M.longest_run(seq)
+    assert (run.period, run.copies, run.start) == (2, 12, 4)
+    assert M.longest_run(M.token_arrays("all different words in this short sentence").hashes) is None
+    # the one-pass 2-D version (typical responses) equals the per-period loop (long ones)
+    rng = random.Random(0)
+    for _ in range(200):
+        n = rng.randint(1, 300)
+        seq = np.array([rng.randint(0, rng.randint(1, 5)) for _ in range(n)], dtype=np.uint64)
+        if rng.random() < 0.4:
+            unit = seq[:rng.randint(1, 8)]
+            seq = np.concatenate((seq[:rng.randint(0, n)], np.tile(unit, rng.randint(2, 30)), seq[:rng.randint(0, 9)]))
+        for min_copies in (2, 3):
+            two_d = M.longest_run(seq, min_copies=min_copies)
+            monkeypatch.setattr(M, "_RUN_2D_MAX_TOKENS", -1)
+            assert M.longest_run(seq, min_copies=min_copies) == two_d
+            monkeypatch.undo()
+
+
+def test_char_tail_loop_sees_inside_tokens_and_whitespace():
+    run = M.char_tail_loop("3.14159" + "0" * 300)
+    assert (run.period, run.covered) == (1, 300)
+    assert M.char_tail_loop("abc" + "\n" * 100).covered == 100
+    assert M.char_tail_loop("xy" + "ab" * 50).period == 2
+    assert M.char_tail_loop("An ordinary sentence that ends the way sentences do.") is None
