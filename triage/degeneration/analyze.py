@@ -231,7 +231,8 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
             highlights.append(Highlight(a, b, "line_run", f"{run}× same line"))
 
     # ---- a repeat run anywhere (a loop the model stopped, or left) ------------------------------
-    run = M.longest_run(ids, min_copies=int(min(T.run_min_copies, T.run_short_min_copies)))  # (reported from there)
+    run = M.longest_run(ids, min_copies=int(min(T.run_min_copies, T.run_short_min_copies)),  # (reported from there)
+                        words=toks.is_word if T.run_min_word_share >= 0.5 else None)
     if run is not None:
         unit_a, unit_b = int(toks.starts[run.start]), int(toks.ends[run.start + run.period - 1])
         mt["repeat_run"] = {"period": run.period, "copies": _r(run.copies), "covered_tokens": run.covered,

@@ -1,6 +1,7 @@
 """Precision / recall of the verdict on the labelled set, per class.
 
     python -m triage.degeneration.evaluate [--file testdata/labelled.jsonl] [--errors] [--margins] [--markdown]
+    python -m triage.degeneration.evaluate --file triage/degeneration/testdata/independent.jsonl --errors
 
 ``--errors`` lists every misclassified item with its reasons; ``--margins`` shows, for the
 healthy items, the ones closest to being flagged (their severity and strongest metric).
@@ -18,8 +19,12 @@ from pathlib import Path
 from .analyze import analyze
 
 LABELLED = Path(__file__).resolve().parent / "testdata" / "labelled.jsonl"
+# Two probe sets written by separate agents that never saw the detector (testdata/independent/):
+# `--file` it to evaluate on them.
+INDEPENDENT = Path(__file__).resolve().parent / "testdata" / "independent.jsonl"
 CLASS_ORDER = ["model_greedy", "model_t0.6", "model_no_stop", "production_degenerate",
-               "human_prose", "repetitive_healthy", "repetitive_healthy_cut"]
+               "human_prose", "repetitive_healthy", "repetitive_healthy_cut",
+               "independent_degenerate", "independent_healthy"]
 
 
 @dataclass

@@ -15,8 +15,12 @@ import numpy as np
 
 # Word and punctuation tokens: a run of word characters, or one non-space, non-word character.
 # ``</div>`` → ``<`` ``/`` ``div`` ``>``.  Whitespace is not a token, so re-indented copies of a
-# loop are still exact copies.
-TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+# loop are still exact copies.  Han characters and kana (scripts written without spaces) are one
+# token each, as CJK text is usually measured: otherwise a whole clause would be one "word" and a
+# loop inside it (所以所以所以…) invisible.
+_CJK = "\u3005\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002fa1f"
+TOKEN_RE = re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])\w)+|[^\w\s]")
+_CJK_CHAR_RE = re.compile(f"[{_CJK}]")
 
 _MULT = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit constant for rolling n-gram hashes
 
@@ -38,7 +42,7 @@ class Tokens:
     ends: np.ndarray
     hashes: np.ndarray
     is_number: np.ndarray  # token made only of digits
-    is_word: np.ndarray    # a word token of ≥ 2 characters without digits (prose-like)
+    is_word: np.ndarray    # a word token of ≥ 2 characters without digits, or one CJK character (prose-like)
 
     def __len__(self) -> int:
         return int(self.starts.size)
@@ -52,7 +56,8 @@ _BINV = np.uint64(pow(0x100000001B3, -1, 1 << 64))
 _CHUNK = 1 << 20
 _POW_CACHE: dict = {}
 
-# character classes as TOKEN_RE sees them: 0 whitespace, 1 word (\w), 2 other (punctuation)
+# character classes as TOKEN_RE sees them: 0 whitespace, 1 word (\w), 2 other (punctuation),
+# 3 a CJK character (a token by itself, counted as a word)
 _ASCII_CLASS = np.array([1 if (chr(c).isalnum() or c == 95) else 0 if chr(c).isspace() else 2
                          for c in range(128)], dtype=np.uint8)
 _ASCII_DIGIT = np.array([chr(c).isdigit() for c in range(128)], dtype=bool)
@@ -86,8 +91,8 @@ def _char_classes(cp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if na.any():
         u, inv = np.unique(cp[na], return_inverse=True)
         chars = [chr(c) if c < 0x110000 else "\ufffd" for c in u.tolist()]
-        ucls = np.array([1 if _WORD_CHAR_RE.match(ch) else 0 if _SPACE_CHAR_RE.match(ch) else 2
-                         for ch in chars], dtype=np.uint8)
+        ucls = np.array([3 if _CJK_CHAR_RE.match(ch) else 1 if _WORD_CHAR_RE.match(ch)
+                         else 0 if _SPACE_CHAR_RE.match(ch) else 2 for ch in chars], dtype=np.uint8)
         udig = np.array([bool(_DIGIT_CHAR_RE.match(ch)) for ch in chars], dtype=bool)
         cls[na] = ucls[inv]
         dig[na] = udig[inv]
@@ -108,7 +113,7 @@ def token_arrays(text: str) -> Tokens:
     is_word = cls == 1
     word_start = is_word.copy()
     word_start[1:] &= ~is_word[:-1]
-    starts = np.flatnonzero(word_start | (cls == 2))
+    starts = np.flatnonzero(word_start | (cls >= 2))
     word_last = is_word.copy()
     word_last[:-1] &= ~is_word[1:]
     ends = starts + 1
@@ -119,7 +124,7 @@ def token_arrays(text: str) -> Tokens:
     nondigits = nondig[ends] - nondig[starts]
     is_number = nondigits == 0
     length = ends - starts
-    is_word_tok = tw & (nondigits == length) & (length > 1)
+    is_word_tok = (tw & (nondigits == length) & (length > 1)) | (cls[starts] == 3)
     hashes = np.empty(starts.size, dtype=np.uint64)
     a = 0          # first char of the chunk
     ti = 0         # first token of the chunk
@@ -337,42 +342,50 @@ class Run:
         return self.covered / self.period
 
 
-def longest_run(ids: np.ndarray, max_period: int = 32, max_tokens: int = 1 << 18, min_copies: int = 2) -> Run | None:
+def longest_run(ids: np.ndarray, max_period: int = 32, max_tokens: int = 1 << 18, min_copies: int = 2,
+                words: np.ndarray | None = None) -> Run | None:
     """The stretch of ``ids`` covered by the most tokens of back-to-back copies of one unit of
     ≤ ``max_period`` tokens, wherever it is (``tail_loop`` only sees the end: a model that loops
     and then recovers, ``is is is … is.``, leaves the loop inside the text). For each period p,
     ``ids[i] == ids[i + p]`` over a run of r positions is a stretch of r + p tokens with period p;
-    ties go to the shorter period; None when no unit repeats ``min_copies`` times. O(max_period ×
+    ties go to the shorter period; None when no unit repeats ``min_copies`` times. ``words``
+    (bool per token): only runs at least half of whose tokens are words are wanted (prose; the
+    caller checks the unit), which rules out most periods of code and markup at once. O(max_period ×
     n) vectorised comparisons over the last ``max_tokens`` tokens: all periods in one 2-D pass for
     a typical response, one pass per period for long ones."""
     base = max(0, int(ids.size) - max_tokens)
     seq = ids[base:]
     n = int(seq.size)
-    P = min(max_period, n // 2)
+    P = min(max_period, n // max(2, min_copies))  # (min_copies copies of p tokens need n ≥ min_copies·p)
     if P < 1:
         return None
     if n <= _RUN_2D_MAX_TOKENS:
-        # eq[i, p-1] = seq[i] == seq[i + p], positions past the end never equal (sentinels)
+        # rows[p-1, i] = seq[i] == seq[i + p] (positions past the end never equal: sentinels)
         padded = np.concatenate((seq, _RUN_SENTINELS[:P]))
-        eq = np.lib.stride_tricks.sliding_window_view(padded, P + 1)[:n, 1:] == seq[:, None]
-        periods = np.arange(1, P + 1)
-        need = (min_copies - 1) * periods          # matches a run needs for min_copies copies
-        cand = np.flatnonzero(eq.sum(axis=0) >= need)  # (a total below that rules a period out)
+        rows = np.stack([padded[p:p + n] == seq for p in range(1, P + 1)])
+        need = (min_copies - 1) * np.arange(1, P + 1)  # matches a run needs for min_copies copies
+        enough = rows.sum(axis=1) >= need           # (a total below that rules a period out)
+        if words is not None and enough.any():
+            enough &= (rows & words[base:]).sum(axis=1) >= need // 2
+        cand = np.flatnonzero(enough)
         if cand.size == 0:
             return None
-        eq = eq[:, cand]
-        idx = np.arange(n, dtype=np.int32)[:, None]
-        last_miss = np.maximum.accumulate(np.where(eq, np.int32(-1), idx), axis=0)  # last i' <= i, no match
-        runs = idx - last_miss                     # matches ending at i (0 where i mismatches)
-        ends = runs.argmax(axis=0)                 # per period: where its longest run ends
-        lengths = runs[ends, np.arange(cand.size)]
-        covered = lengths + periods[cand]
-        ok = lengths >= need[cand]
+        # every candidate period's longest run at once: its rows end to end, each closed by a
+        # mismatch; a run is the gap between consecutive mismatches
+        flat = np.concatenate((rows[cand], np.zeros((cand.size, 1), dtype=bool)), axis=1).ravel()
+        miss = np.flatnonzero(~flat)
+        gaps = miss - np.concatenate(([-1], miss[:-1])) - 1  # matches just before each mismatch
+        first = np.searchsorted(miss, np.arange(cand.size) * (n + 1))
+        longest = np.maximum.reduceat(gaps, first)
+        ok = longest >= need[cand]
         if not ok.any():
             return None
-        k = int(np.where(ok, covered, -1).argmax())  # first (shortest) period among the longest
-        return Run(period=int(periods[cand[k]]), start=base + int(ends[k]) - int(lengths[k]) + 1,
-                   covered=int(covered[k]))
+        covered = np.where(ok, longest + cand + 1, -1)
+        k = int(covered.argmax())                 # first (shortest) period among the longest
+        period, length = int(cand[k]) + 1, int(longest[k])
+        row_miss = np.flatnonzero(~np.concatenate((rows[cand[k]], [False])))
+        at = int((np.diff(row_miss, prepend=-1) - 1).argmax())  # its first longest run
+        return Run(period=period, start=base + int(row_miss[at]) - length, covered=length + period)
     best: Run | None = None
     for p in range(1, P + 1):
         eq = np.concatenate(([False], seq[p:] == seq[:-p], [False]))
@@ -598,6 +611,12 @@ ROLE_LINE_RE = re.compile(
 ASSISTANT_LINE_RE = re.compile(
     r"^[ \t>*_]*(?:#{1,4}[ \t]*)?(?:\*\*)?(?:Assistant|ASSISTANT|AI|Bot|Response|RESPONSE|GPT|Model)"
     r"(?:\*\*)?[ \t]*:", re.M)
+# A role as a heading of its own (``### User``, the turn's text on the next lines): a turn only
+# when an assistant heading follows (a ``### User`` section of API docs has none).
+HEADING_ROLE_RE = re.compile(r"^[ \t]*#{1,4}[ \t]*(?:\*\*)?(?P<role>User|USER|Human|HUMAN)(?:\*\*)?[ \t]*(?P<rest>)$",
+                             re.M)
+HEADING_ASSISTANT_RE = re.compile(r"^[ \t]*#{1,4}[ \t]*(?:\*\*)?(?:Assistant|ASSISTANT|AI|Bot|GPT)(?:\*\*)?[ \t]*:?[ \t]*$",
+                                  re.M)
 _ROLE_WORDS = ("User", "USER", "Human", "HUMAN", "Instruction", "INSTRUCTION")
 _WORD_RE = re.compile(r"\w+")
 _DIALOGUE_REQUEST_RE = re.compile(
@@ -651,7 +670,9 @@ def confabulated_turns(text: str, messages, min_words: int) -> dict:
             role = (m.group("r1") or m.group("r2") or m.group("r3") or m.group("r4") or m.group("r5")
                     or ("user" if m.group("inst") else None))
             res["markers"].append((m.start(), m.group(0), (role or "").lower()))
-    if ":" in text and any(w in text for w in _ROLE_WORDS) and ROLE_LINE_RE.search(text):
+    headed = [m for m in HEADING_ROLE_RE.finditer(text) if HEADING_ASSISTANT_RE.search(text, m.end())] \
+        if "#" in text else []
+    if (":" in text and any(w in text for w in _ROLE_WORDS) and ROLE_LINE_RE.search(text)) or headed:
         convo = []
         asked_dialogue = False
         for msg in messages or ():
@@ -664,7 +685,7 @@ def confabulated_turns(text: str, messages, min_words: int) -> dict:
             convo_text = " \n ".join(convo)
             if spans is None:
                 spans = fence_spans(text)
-            for m in ROLE_LINE_RE.finditer(text):
+            for m in sorted([*ROLE_LINE_RE.finditer(text), *headed], key=lambda m: m.start()):
                 if _in_spans(m.start(), spans):
                     continue
                 rest = m.group("rest")

@@ -288,3 +288,11 @@ def test_requested_chat_format_examples_are_not_invented_turns():
     plain = [{"role": "user", "content": "How hot should the water be for green tea?"}]
     assert analyze("About 80 °C.\n\nUser: And for black tea, how long should it steep?\nAssistant: Five minutes.",
                    messages=plain).degenerate
+
+
+def test_a_cjk_loop_inside_a_clause_is_flagged_and_cjk_prose_is_not():
+    head = "复利的意思是利滚利：每一期产生的利息会加入本金，下一期一起计算利息。而单利只有一万五千元。"
+    looped = head + "所以" * 50 + "时间越长，复利和单利的差距就越大。"
+    a = analyze(looped, finish_reason="stop")
+    assert a.degenerate and a.reasons[0].code == "repeat_run"
+    assert not analyze(head + "所以时间越长，差距就越大。哈哈哈，慢慢来，天天向上。", finish_reason="stop").degenerate

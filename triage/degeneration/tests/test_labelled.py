@@ -52,3 +52,18 @@ def test_every_flag_is_explained(evaluation):
         if a.degenerate:
             assert a.reasons and all(r.message for r in a.reasons)
             json.dumps(a.to_dict(), allow_nan=False)
+
+
+def test_independent_probe_sets_no_false_positive_and_recall_at_least_095():
+    """Two sets written by separate agents that never saw the detector (README "Labelled set"):
+    hard negatives (separators, hex dumps, refrains, requested repetition, CJK, requested
+    dialogues) must never be flagged; the known misses are invented Q:/A: and Student:/Tutor:
+    turns and a count that runs past what was asked."""
+    from triage.degeneration.evaluate import INDEPENDENT
+
+    items = load(INDEPENDENT)
+    assert len(items) >= 250 and len({i["id"] for i in items}) == len(items)
+    _, total, _ = run(items)
+    false_positives = [it["id"] for kind, (it, a) in total.errors if kind == "FP"]
+    assert false_positives == []
+    assert total.recall >= 0.95, [it["id"] for kind, (it, a) in total.errors]

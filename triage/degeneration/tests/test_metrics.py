@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from triage.degeneration import metrics as M
 
-text_chars = st.text(alphabet=st.sampled_from(list("ab c,.<>/\n\t_1٣é日\U0001F600\u0301\ud800\udfff\x00")) | st.characters(), max_size=300)
+text_chars = st.text(alphabet=st.sampled_from(list("ab c,.<>/\n\t_1٣é日本ー々・カ한\U0001F600\u0301\ud800\udfff\x00")) | st.characters(), max_size=300)
 
 
 @settings(max_examples=200, deadline=None)
@@ -185,3 +185,18 @@ def test_char_tail_loop_sees_inside_tokens_and_whitespace():
     assert M.char_tail_loop("abc" + "\n" * 100).covered == 100
     assert M.char_tail_loop("xy" + "ab" * 50).period == 2
     assert M.char_tail_loop("An ordinary sentence that ends the way sentences do.") is None
+
+
+def test_cjk_characters_are_tokens_of_their_own():
+    assert M.tokenize("复利的意思abc是ドキドキ。한국어 word") == [
+        "复", "利", "的", "意", "思", "abc", "是", "ド", "キ", "ド", "キ", "。", "한국어", "word"]
+    tk = M.token_arrays("所以所以 very")
+    assert tk.is_word.tolist() == [True, True, True, True, True]
+
+
+def test_role_headings_are_turns_only_when_an_assistant_heading_follows():
+    msgs = [{"role": "user", "content": "How do I stash changes in git?"}]
+    turn = "Use git stash.\n\n### User\nThanks! And how do I undo a commit?\n\n### Assistant\nUse git reset."
+    assert len(M.confabulated_turns(turn, msgs, 2)["role_lines"]) == 1
+    docs = "## Models\n\n### User\nThe User model stores the account and its role.\n\n### Order\nAn order."
+    assert M.confabulated_turns(docs, msgs, 2)["role_lines"] == []
