@@ -10,7 +10,7 @@ import numpy as np
 from . import metrics as M
 from .thresholds import DEFAULT, Thresholds
 
-VERSION = "1"
+VERSION = "2"  # 2: repeat runs, character loops, CJK tokens, requested repetition (session 6)
 
 
 @dataclass
