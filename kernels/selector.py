@@ -41,6 +41,14 @@ def triton_interpreter_enabled() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "yes", "on")
 
 
+def _rows_own_pages(block_table: torch.Tensor) -> bool:
+    """Each query row is a sequence of its own (no two rows start on the same page): a decode step
+    of the native whole-layer path. Teacher forcing puts many queries of one sequence in a step
+    and runs the per-op path."""
+    n = block_table.shape[0]
+    return n <= 1 or torch.unique(block_table[:, 0]).numel() == n
+
+
 class DenseAttention:
     """Causal attention over the whole cache: prefill by dense_prefill; decode by the native CPU
     kernel (kernels.cpu.paged_decode: reads the pages in place, one pass per query) when it is
@@ -72,8 +80,7 @@ class DenseAttention:
         return dense_decode(q, cache, layer, block_table, seq_lens, scale=scale, plan=plan)
 
     def _native_step(self, block_table: torch.Tensor) -> bool:
-        n = block_table.shape[0]
-        return self.native and (n <= 1 or torch.unique(block_table[:, 0]).numel() == n)
+        return self.native and _rows_own_pages(block_table)
 
     def __repr__(self) -> str:
         return f"DenseAttention(device={self.device}, native_decode={self.native})"
@@ -106,7 +113,20 @@ class SparseAttention:
             budget=s.sparse_budget, sink_pages=s.sink_pages, local_pages=s.local_pages,
         )
 
-    def decode(self, q, cache: PagedKVCache, layer: int, block_table, seq_lens, *, scale=None) -> torch.Tensor:
+    def plan_decode(self, cache: PagedKVCache, block_table, seq_lens):
+        """A decode step's layout for the whole model: a kernels.cpu.SparseDecodeLayout when
+        the native indexer and sparse decode run this step (the model then runs each bf16 layer
+        as one kernels.cpu.decode_layer call, attention included), else None."""
+        native = self._select_pages is kernels_cpu.select_pages and self._sparse_decode is kernels_cpu.sparse_decode
+        if not native or not _rows_own_pages(block_table):
+            return None
+        s = self.settings
+        return kernels_cpu.SparseDecodeLayout(cache, block_table, seq_lens, budget=s.sparse_budget,
+                                              sink_pages=s.sink_pages, local_pages=s.local_pages)
+
+    def decode(self, q, cache: PagedKVCache, layer: int, block_table, seq_lens, *, scale=None,
+               plan=None) -> torch.Tensor:
+        """(A plan from plan_decode changes nothing here: the per-op path computes the same.)"""
         N, H, D = q.shape
         P = block_table.shape[1]
         K = num_selected_pages(self.settings.sparse_budget, cache.page_size, P)

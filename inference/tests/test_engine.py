@@ -202,3 +202,33 @@ def test_default_dtype_follows_the_cpu(monkeypatch):
     assert engine_module.default_dtype("cuda:0") == "bf16"
     monkeypatch.setattr(engine_module.kernels_cpu, "simd_lanes", lambda: 0)
     assert engine_module.default_dtype() == ("bf16" if native_bf16 else "fp32")
+
+
+def test_bf16_sparse_decode_runs_whole_layers_natively_with_the_per_op_numbers(engine_bf16, monkeypatch):
+    """A bf16 sparse decode step on the CPU runs each layer as one kernels.cpu.decode_layer call
+    (the Quest indexer and sparse attention inside it), as dense does. So a budget covering the
+    context gives exactly dense's tokens and logprobs in bf16 too; before, sparse ran the per-op
+    modules, whose bf16 rounding differs from the fused layer's (logprobs up to ~0.03 apart for
+    dense itself), a difference a triage comparison would have blamed on the kernel."""
+    from kernels import cpu as kernels_cpu
+
+    if not engine_bf16.model.native_layers:
+        pytest.skip(reason="no native whole-layer path on this build (kernels.cpu unavailable)")
+    long_text = " ".join(f"Item {i}: the committee discussed the budget line {i * 7}." for i in range(30))
+    prompt = chat(engine_bf16, "Summarize: " + long_text)
+    tight = KernelSettings(attention="sparse", sparse_budget=64)
+    run = lambda kernel, rid: engine_bf16.generate([req(rid, prompt, temperature=0, max_tokens=16, logprobs=True,
+                                                        kernel=kernel)])[0]
+    calls = []
+    real = kernels_cpu.decode_layer
+    monkeypatch.setattr(kernels_cpu, "decode_layer", lambda *a: calls.append(a[6]) or real(*a))
+    fused = run(tight, "fused")
+    assert calls and all(isinstance(layout, kernels_cpu.SparseDecodeLayout) for layout in calls)
+    monkeypatch.setattr(engine_bf16.model, "native_layers", [])  # the per-op modules, the same weights
+    per_op = run(tight, "per-op")
+    assert fused.token_ids == per_op.token_ids  # the same selection and attention, other bf16 rounding:
+    assert max(abs(a - b) for a, b in zip(fused.logprobs, per_op.logprobs)) < 0.1
+    monkeypatch.undo()
+    dense, full = run(STOCK, "dense"), run(KernelSettings(attention="sparse", sparse_budget=4096), "full")
+    assert full.token_ids == dense.token_ids and full.logprobs == dense.logprobs
+    assert fused.token_ids != dense.token_ids or fused.logprobs != dense.logprobs  # budget 64 is sparse here

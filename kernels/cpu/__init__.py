@@ -91,7 +91,7 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.tk_paged_decode.argtypes = [P, I, I64, I64, I64, I64, P, P, I, I64, P, I64, P, F, P, P, P, I]
     lib.tk_paged_decode.restype = None
     lib.tk_decode_layer.argtypes = [P, I64, I64, P, P, F, P, P, P, P, I64, I64, I64, I64, P, P, P, P, P, P, I64, I64,
-                                    P, I64, P, F, P, I]
+                                    P, I64, P, F, I64, I64, I64, P, P, I]
     lib.tk_decode_layer.restype = None
     lib.tk_stream_read.argtypes, lib.tk_stream_read.restype = [P, I64, I], ctypes.c_double
     lib.tk_simd_lanes.argtypes, lib.tk_simd_lanes.restype = [], I
@@ -258,6 +258,8 @@ def rope_write(qkv: torch.Tensor, n_heads: int, cos: torch.Tensor, sin: torch.Te
 class DecodeLayout:
     """A decode step's block table and lengths checked and laid out once for every layer."""
 
+    sparse_K = 0  # (dense attention)
+
     def __init__(self, cache, block_table: torch.Tensor, seq_lens: torch.Tensor) -> None:
         self.block_table = block_table.to(torch.int32).clamp(0, cache.num_pages - 1).contiguous()
         self.seq_lens = seq_lens.to(torch.int32).contiguous()
@@ -267,6 +269,23 @@ class DecodeLayout:
         if n and (int(self.seq_lens.min()) < 1 or int(self.seq_lens.max()) > pages * cache.page_size):
             raise ValueError(f"seq_lens must be in [1, {pages * cache.page_size}] for a block table of {pages} "
                              f"pages, got {self.seq_lens.tolist()}")
+
+
+class SparseDecodeLayout(DecodeLayout):
+    """DecodeLayout for sparse attention: decode_layer runs the Quest indexer (select_pages) and
+    sparse_decode instead of paged_decode, with these settings; the same numbers as the per-op
+    SparseAttention path."""
+
+    def __init__(self, cache, block_table: torch.Tensor, seq_lens: torch.Tensor, *, budget: int, sink_pages: int,
+                 local_pages: int) -> None:
+        from kernels.indexer.reference import num_selected_pages
+
+        super().__init__(cache, block_table, seq_lens)
+        P = self.block_table.shape[1]
+        self.sparse_K = min(num_selected_pages(budget, cache.page_size, P), P)
+        self.sink_pages, self.local_pages = sink_pages, local_pages
+        self.selected = torch.empty(self.block_table.shape[0], cache.n_kv_heads, max(1, self.sparse_K),
+                                    dtype=torch.int32)
 
 
 def paged_decode(q: torch.Tensor, cache, layer: int, block_table: torch.Tensor | None = None,
@@ -351,9 +370,10 @@ class LayerWeights:
 
 def decode_layer(x: torch.Tensor, w: LayerWeights, cos: torch.Tensor, sin: torch.Tensor, slots: torch.Tensor, cache,
                  layout: DecodeLayout, scratch: torch.Tensor) -> None:
-    """One decoder layer of a bf16 decode step with dense attention, in place on x (T, dim), in
-    one native call: rms_norm, linear (qkv), rope_write, paged_decode, linear (wo) + residual,
-    rms_norm, linear (gate/up with silu) and linear (w2) + residual, composed in C.
+    """One decoder layer of a bf16 decode step, in place on x (T, dim), in one native call:
+    rms_norm, linear (qkv), rope_write, attention (paged_decode; or, for a SparseDecodeLayout,
+    select_pages then sparse_decode), linear (wo) + residual, rms_norm, linear (gate/up with silu)
+    and linear (w2) + residual, composed in C.
     cos/sin (T, D) bf16, slots (T,) int64; scratch from decode_layer_scratch()."""
     T, dim = x.shape
     H, Hkv, D = w.n_heads, w.n_kv_heads, w.head_dim
@@ -362,7 +382,9 @@ def decode_layer(x: torch.Tensor, w: LayerWeights, cos: torch.Tensor, sin: torch
         w.wo.packed.data_ptr(), w.w13.packed.data_ptr(), w.w2.packed.data_ptr(), w.hidden, H, Hkv, D,
         cos.data_ptr(), sin.data_ptr(), slots.data_ptr(), cache.k[w.layer].data_ptr(), cache.v[w.layer].data_ptr(),
         cache.kbounds[w.layer].data_ptr(), cache.num_pages, cache.page_size, layout.block_table.data_ptr(),
-        layout.block_table.shape[1], layout.seq_lens.data_ptr(), 1.0 / D ** 0.5, scratch.data_ptr(), _threads())
+        layout.block_table.shape[1], layout.seq_lens.data_ptr(), 1.0 / D ** 0.5, layout.sparse_K,
+        getattr(layout, "sink_pages", 0), getattr(layout, "local_pages", 0),
+        layout.selected.data_ptr() if layout.sparse_K else None, scratch.data_ptr(), _threads())
 
 
 def decode_layer_scratch(T: int, dim: int, n_heads: int, n_kv_heads: int, head_dim: int, hidden: int) -> torch.Tensor:

@@ -1390,19 +1390,28 @@ void tk_sparse_decode(const void *q, int q_dtype, int64_t N, int64_t H, int64_t 
         }
 }
 
+void tk_index_pages(const void *q, int q_dtype, int64_t N, int64_t H, int64_t Hkv, int64_t D, const void *kb,
+                    int kb_dtype, int64_t num_pages, const int32_t *block_table, int64_t bt_stride, int64_t P,
+                    const int32_t *seq_lens, int64_t page_size, int64_t sink, int64_t local, int64_t K, int32_t *out,
+                    int nthreads);
+
 /* ------------------------------------------------------------------------------ one decoder layer
- * A whole Llama decoder layer for a decode step in bf16 with the dense paged attention, in one
- * call (the per-op Python and dispatch cost is most of a small model's decode step otherwise):
- *   xn = rms_norm(x); q = rope_write(xn @ wqkv^T); h = x + paged_decode(q) @ wo^T;
+ * A whole Llama decoder layer for a decode step in bf16, in one call (the per-op Python and
+ * dispatch cost is most of a small model's decode step otherwise):
+ *   xn = rms_norm(x); q = rope_write(xn @ wqkv^T); h = x + attention(q) @ wo^T;
  *   x  = h + (silu(gate) * up)(rms_norm(h) @ w13^T) @ w2^T             (x updated in place)
- * Exactly the composition of the routines above, so it computes the same numbers as calling
- * them one by one. scratch: bf16, T * (2*dim + (H + 2*Hkv)*D + 2*H*D + hidden) elements. */
+ * attention: paged_decode (dense); or, with sparse_K > 0, the Quest indexer (index_pages: K
+ * pages per query and KV head, sink / local forced, into `selected`, (T, Hkv, K) int32) then
+ * sparse_decode over those pages. Exactly the composition of the routines above, so it computes
+ * the same numbers as calling them one by one. scratch: bf16, T * (2*dim + (H + 2*Hkv)*D + 2*H*D
+ * + hidden) elements. */
 void tk_decode_layer(uint16_t *x, int64_t T, int64_t dim, const uint16_t *attn_norm_w, const uint16_t *ffn_norm_w,
                      float eps, const uint16_t *wqkv, const uint16_t *wo, const uint16_t *w13, const uint16_t *w2,
                      int64_t hidden, int64_t H, int64_t Hkv, int64_t D, const uint16_t *cos_t, const uint16_t *sin_t,
                      const int64_t *slots, uint16_t *k_cache, uint16_t *v_cache, uint16_t *kbounds, int64_t num_pages,
                      int64_t page_size, const int32_t *block_table, int64_t bt_stride, const int32_t *seq_lens,
-                     float scale, uint16_t *scratch, int nthreads) {
+                     float scale, int64_t sparse_K, int64_t sink, int64_t local, int32_t *selected,
+                     uint16_t *scratch, int nthreads) {
     int64_t W = (H + 2 * Hkv) * D;
     uint16_t *xn = scratch, *qkv = xn + T * dim, *q = qkv + T * W, *att = q + T * H * D, *h = att + T * H * D;
     uint16_t *g = h + T * dim;
@@ -1410,8 +1419,16 @@ void tk_decode_layer(uint16_t *x, int64_t T, int64_t dim, const uint16_t *attn_n
     tk_linear(xn, BF16, T, dim, dim, wqkv, BF16, W, 0, qkv, BF16, W, NULL, BF16, 0, nthreads);
     tk_rope_write(qkv, BF16, T, H, Hkv, D, cos_t, sin_t, slots, q, k_cache, v_cache, kbounds, num_pages, page_size,
                   nthreads);
-    tk_paged_decode(q, BF16, T, H, Hkv, D, k_cache, v_cache, BF16, page_size, block_table, bt_stride, seq_lens,
-                    scale, NULL, NULL, att, nthreads);
+    if (sparse_K > 0) {
+        int32_t duplicates = 0;  /* (the indexer never selects a page twice) */
+        tk_index_pages(q, BF16, T, H, Hkv, D, kbounds, BF16, num_pages, block_table, bt_stride, bt_stride, seq_lens,
+                       page_size, sink, local, sparse_K, selected, nthreads);
+        tk_sparse_decode(q, BF16, T, H, Hkv, D, k_cache, v_cache, BF16, page_size, num_pages, block_table, bt_stride,
+                         seq_lens, selected, sparse_K, scale, NULL, NULL, att, &duplicates, nthreads);
+    } else {
+        tk_paged_decode(q, BF16, T, H, Hkv, D, k_cache, v_cache, BF16, page_size, block_table, bt_stride, seq_lens,
+                        scale, NULL, NULL, att, nthreads);
+    }
     tk_linear(att, BF16, T, H * D, H * D, wo, BF16, dim, 0, h, BF16, dim, x, BF16, dim, nthreads);
     tk_rms_norm(h, BF16, T, dim, ffn_norm_w, eps, xn, nthreads);
     tk_linear(xn, BF16, T, dim, dim, w13, BF16, 2 * hidden, hidden, g, BF16, hidden, NULL, BF16, 0, nthreads);
