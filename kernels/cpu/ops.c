@@ -1600,7 +1600,7 @@ static int cmp_i32(const void *a, const void *b) {
 }
 
 /* One (query, KV head) row of the selection: sc[p] the scores of pages p < n_pages (never read
-   past them, nor for forced pages), out K entries. heap: 2 * min(K, P) + 2 int64 scratch. */
+   past them, nor for forced pages), out K entries. heap: min(K, P) + 1 int64 of scratch. */
 static void select_row(const float *sc, int64_t P, int64_t n_pages, int64_t sink, int64_t local, int64_t K,
                        int64_t *heap, int32_t *o) {
     const int64_t k_top = K < P ? K : P;

@@ -438,24 +438,30 @@ _NUMBER_WORDS = {w: i for i, w in enumerate(
 _NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
                       "ninety": 90, "hundred": 100, "a hundred": 100, "one hundred": 100, "a thousand": 1000,
                       "thousand": 1000, "twice": 2, "thrice": 3})
-_REPEAT_COUNT_RE = re.compile(
-    r"\b(?P<n>\d{1,5}|" + "|".join(sorted((re.escape(w) for w in _NUMBER_WORDS), key=len, reverse=True))
-    + r")\s*(?:times\b|x\b|×)|\b(?P<w>twice|thrice)\b", re.I)
+_COUNT = r"(?P<n>\d{1,5}|" + "|".join(sorted((re.escape(w) for w in _NUMBER_WORDS), key=len, reverse=True)) + ")"
+# A repetition verb, its object, then the count: "write the word 'hello' 50 times", "repeat the
+# sentence '…' twenty times", "say it twice". Not "what is 500 times 3" (no verb; a number after
+# the count) nor "50x faster".
+_REPEAT_REQUEST_RE = re.compile(
+    r"\b(?:repeat|write|say|print|type|spell|list|output|copy|echo|sing|chant|shout|draw|generate|give me)\b"
+    r"(?P<obj>[^\n]{0,200}?)(?:\b" + _COUNT + r"\s*times\b(?!\s*\d)|\b(?P<w>twice|thrice)\b)", re.I)
 
 
 def requested_repetition(messages) -> tuple[int, str] | None:
-    """(N, the request's words) when the last user message asks for something N times ("write
-    'hello' 50 times", "repeat this sentence twenty times"), else None: N copies of a unit the
-    user named are the answer, not a loop."""
+    """(N, the words of what is to be repeated) when the last user message asks for something N
+    times ("write 'hello' 50 times", "repeat this sentence twenty times"), else None: N copies of
+    the unit the user named are the answer, not a loop. The object is what stands between the
+    verb and the count, so a loop of other words is never excused."""
     for msg in reversed(list(messages or ())):
         if _message_role(msg) != "user":
             continue
-        content = _message_text(msg)
-        counts = []
-        for m in _REPEAT_COUNT_RE.finditer(content):
+        best = None
+        for m in _REPEAT_REQUEST_RE.finditer(_message_text(msg)):
             word = (m.group("n") or m.group("w")).lower()
-            counts.append(int(word) if word.isdigit() else _NUMBER_WORDS[word])
-        return (max(counts), _norm(content)) if counts else None
+            count = int(word) if word.isdigit() else _NUMBER_WORDS[word]
+            if best is None or count > best[0]:
+                best = (count, _norm(m.group("obj")))
+        return best
     return None
 
 
@@ -670,8 +676,9 @@ def confabulated_turns(text: str, messages, min_words: int) -> dict:
             role = (m.group("r1") or m.group("r2") or m.group("r3") or m.group("r4") or m.group("r5")
                     or ("user" if m.group("inst") else None))
             res["markers"].append((m.start(), m.group(0), (role or "").lower()))
-    headed = [m for m in HEADING_ROLE_RE.finditer(text) if HEADING_ASSISTANT_RE.search(text, m.end())] \
-        if "#" in text else []
+    # (the last assistant heading found once: one search per role heading would be quadratic)
+    last = max((m.start() for m in HEADING_ASSISTANT_RE.finditer(text)), default=-1) if "#" in text else -1
+    headed = [m for m in HEADING_ROLE_RE.finditer(text) if m.end() <= last] if last >= 0 else []
     if (":" in text and any(w in text for w in _ROLE_WORDS) and ROLE_LINE_RE.search(text)) or headed:
         convo = []
         asked_dialogue = False

@@ -219,6 +219,7 @@ def test_speed_100kb_and_1mb_div_flood():
     lambda n: "x " * n + "y",                                # a loop broken by the last token
     lambda n: " ".join(str(i % 97) for i in range(n)),       # numbers: fuzzy loop everywhere
     lambda n: "\n".join(["same line here ok"] * n),          # one long line run
+    lambda n: "### User\nhello there\n" * (n // 4),          # role headings, no assistant heading
 ])
 def test_time_is_linear(make):
     # 8× the input: linear is ~8× (up to ~16× with cache effects and n log n sorts), quadratic 64×
@@ -296,3 +297,14 @@ def test_a_cjk_loop_inside_a_clause_is_flagged_and_cjk_prose_is_not():
     a = analyze(looped, finish_reason="stop")
     assert a.degenerate and a.reasons[0].code == "repeat_run"
     assert not analyze(head + "所以时间越长，差距就越大。哈哈哈，慢慢来，天天向上。", finish_reason="stop").degenerate
+
+
+def test_a_count_in_the_request_that_is_not_a_repetition_request_excuses_nothing():
+    """Reviewer's cases: multiplication and speed-ups are not requests to repeat."""
+    math = [{"role": "user", "content": "What is 500 times 3?"}]
+    assert analyze("Sure. " + "is " * 200, finish_reason="stop", messages=math).degenerate
+    speed = [{"role": "user", "content": "Why is it 50x faster?"}]
+    assert analyze("Sure. " + "it is faster " * 40, finish_reason="length", messages=speed).degenerate
+    # the object of the request, not any word of it: "hello" was asked for, "world" was not
+    ask = [{"role": "user", "content": "Write the word 'hello' 50 times, then say hello world once."}]
+    assert analyze(" ".join(["world"] * 50), finish_reason="stop", messages=ask).degenerate
