@@ -126,7 +126,8 @@ class SparseAttention:
 
     def decode(self, q, cache: PagedKVCache, layer: int, block_table, seq_lens, *, scale=None,
                plan=None) -> torch.Tensor:
-        """(A plan from plan_decode changes nothing here: the per-op path computes the same.)"""
+        """(A plan from plan_decode changes nothing here: the per-op path selects the same pages
+        and computes the same attention for these queries.)"""
         N, H, D = q.shape
         P = block_table.shape[1]
         K = num_selected_pages(self.settings.sparse_budget, cache.page_size, P)
