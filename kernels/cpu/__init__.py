@@ -273,8 +273,8 @@ class DecodeLayout:
 
 class SparseDecodeLayout(DecodeLayout):
     """DecodeLayout for sparse attention: decode_layer runs the Quest indexer (select_pages) and
-    sparse_decode instead of paged_decode, with these settings; the same numbers as the per-op
-    SparseAttention path."""
+    sparse_decode instead of paged_decode, with these settings: for the same queries, the same
+    pages and attention output as the per-op SparseAttention path."""
 
     def __init__(self, cache, block_table: torch.Tensor, seq_lens: torch.Tensor, *, budget: int, sink_pages: int,
                  local_pages: int) -> None:

@@ -120,8 +120,8 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
     exempted: list[str] = []
 
     def requested(unit: str, copies: float) -> bool:
-        """The user asked for N copies of this unit (its words are in the request) and got at
-        most about N: the answer, not a loop."""
+        """The user asked for N copies of this unit (its words are all in what the request
+        names: the object of its repetition verb) and got at most about N: the answer, not a loop."""
         if request is None:
             return False
         words = set(M._norm(unit).split())
@@ -140,11 +140,12 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
         end_tok = L - loop.trimmed
         last_copy_char = int(toks.starts[end_tok - loop.period])
         period_toks = _token_texts(text, toks, end_tok - loop.period, end_tok)
+        loop_unit = text[last_copy_char:int(toks.ends[end_tok - 1])]  # one whole copy
         structural = _structural(period_toks)
         loop_info = {"period": loop.period, "copies": _r(loop.copies), "covered_tokens": loop.covered,
                      "coverage": _r(loop.coverage), "start_token": loop.start, "start_char": loop_char,
                      "structural": structural,
-                     "unit": _short(text[last_copy_char:int(toks.ends[end_tok - 1])], 80)}
+                     "unit": _short(loop_unit, 80)}
     mt["tail_loop"] = loop_info
 
     # ---- markup ------------------------------------------------------------------------------
@@ -170,7 +171,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
         elif (runaway and copies >= T.loop_runaway_min_copies and covered >= T.loop_runaway_min_tokens
               and cov >= T.loop_runaway_min_coverage):
             sev = T.sev_loop
-        if sev > 0 and requested(loop_info["unit"], copies):
+        if sev > 0 and requested(loop_unit, copies):
             exempted.append("tail_loop")
             sev = 0.0
         if sev > 0:
