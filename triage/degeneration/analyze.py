@@ -186,9 +186,13 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
     # ---- fuzzy tail loop (numbers equated) ---------------------------------------------------
     if not loop_fired and L >= T.fuzzy_min_tokens:
         W = min(L, 8192)
-        window = ids[L - W:].copy()
-        window[toks.is_number[L - W:]] = 0x5EED  # every number is the same token
-        fz = M.tail_loop_tolerant(window, last_may_be_cut)
+        numbers = toks.is_number[L - W:]
+        if W == L and not numbers.any():
+            fz = loop  # (no number to equate: the same sequence as the tail loop's)
+        else:
+            window = ids[L - W:].copy()
+            window[numbers] = 0x5EED  # every number is the same token
+            fz = M.tail_loop_tolerant(window, last_may_be_cut)
         if fz is not None:
             covered = fz.covered
             cov = covered / L

@@ -61,6 +61,7 @@ _POW_CACHE: dict = {}
 _ASCII_CLASS = np.array([1 if (chr(c).isalnum() or c == 95) else 0 if chr(c).isspace() else 2
                          for c in range(128)], dtype=np.uint8)
 _ASCII_DIGIT = np.array([chr(c).isdigit() for c in range(128)], dtype=bool)
+_ASCII_INFO = _ASCII_CLASS | (_ASCII_DIGIT.astype(np.uint8) << 2)
 _WORD_CHAR_RE = re.compile(r"\w")
 _SPACE_CHAR_RE = re.compile(r"\s")
 _DIGIT_CHAR_RE = re.compile(r"\d")
@@ -84,7 +85,10 @@ def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
     return got[0][:n], got[1][:n]
 
 
-def _char_classes(cp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _char_classes(cp: np.ndarray, ascii_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    if ascii_only:  # (one table look-up: class in the low bits, digit in bit 2)
+        info = np.take(_ASCII_INFO, cp)
+        return info & 3, info >= 4
     cls = _ASCII_CLASS[np.minimum(cp, 127)]
     dig = _ASCII_DIGIT[np.minimum(cp, 127)]
     na = cp >= 128
@@ -107,24 +111,32 @@ def token_arrays(text: str) -> Tokens:
         e = np.zeros(0, dtype=np.int64)
         return Tokens(e, e.copy(), np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=bool),
                       np.zeros(0, dtype=bool))
-    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    cls, dig = _char_classes(cp)
+    if text.isascii():  # (str knows: no scan)
+        cp = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+        cls, dig = _char_classes(cp, ascii_only=True)
+    else:
+        cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        cls, dig = _char_classes(cp)
     n = cp.size
-    is_word = cls == 1
-    word_start = is_word.copy()
-    word_start[1:] &= ~is_word[:-1]
-    starts = np.flatnonzero(word_start | (cls >= 2))
-    word_last = is_word.copy()
-    word_last[:-1] &= ~is_word[1:]
-    ends = starts + 1
-    tw = is_word[starts]
-    ends[tw] = np.flatnonzero(word_last) + 1
-    # digits-only tokens: no non-digit character inside [start, end)
-    nondig = np.concatenate(([0], np.cumsum(~dig, dtype=np.int64)))
-    nondigits = nondig[ends] - nondig[starts]
-    is_number = nondigits == 0
+    # a token starts at a character that is not whitespace and does not continue a word (class
+    # 1 after class 1), and ends likewise before one that does not continue it
+    go_on = cls[1:] == 1
+    go_on &= cls[:-1] == 1
+    tok = cls != 0
+    first = tok.copy()
+    first[1:] &= ~go_on
+    starts = np.flatnonzero(first)
+    tok[:-1] &= ~go_on
+    ends = np.flatnonzero(tok) + 1
     length = ends - starts
-    is_word_tok = (tw & (nondigits == length) & (length > 1)) | (cls[starts] == 3)
+    tw = cls[starts] == 1
+    # digits per token from a running count (int32 for speed: no text here has 2^31 characters)
+    count = np.zeros(n + 1, dtype=np.int32 if n < 1 << 31 else np.int64)
+    np.cumsum(dig, out=count[1:])
+    digits = count[ends] - count[starts]
+    is_number = digits == length
+    no_digit = digits == 0
+    is_word_tok = (tw & no_digit & (length > 1)) | (cls[starts] == 3)
     hashes = np.empty(starts.size, dtype=np.uint64)
     a = 0          # first char of the chunk
     ti = 0         # first token of the chunk
@@ -189,6 +201,7 @@ def ngram_stats(ids: np.ndarray, max_n: int = 4) -> dict:
     L = int(ids.size)
     out = {}
     g = None
+    small = ids.tolist() if L < 256 else None  # (a short text: sets of tuples beat numpy calls)
     with np.errstate(over="ignore"):
         for n in range(1, max_n + 1):
             count = L - n + 1
@@ -196,8 +209,11 @@ def ngram_stats(ids: np.ndarray, max_n: int = 4) -> dict:
                 out[f"seq_rep_{n}"] = 0.0
                 out[f"distinct_{n}"] = 0.0
                 continue
-            g = ids if n == 1 else _ngram_hashes(ids, n, g)
-            u = _n_unique(g)
+            if small is not None:
+                u = len(set(small)) if n == 1 else len(set(zip(*(small[k:] for k in range(n)))))
+            else:
+                g = ids if n == 1 else _ngram_hashes(ids, n, g)
+                u = _n_unique(g)
             out[f"seq_rep_{n}"] = 1.0 - u / count
             out[f"distinct_{n}"] = u / L
     return out
@@ -216,10 +232,13 @@ def tail_repeat(ids: np.ndarray, n: int = 4, window: int | None = None) -> tuple
     k = max(1, min(count, window - n + 1))
     with np.errstate(over="ignore"):
         g = _ngram_hashes(ids, n)
-    _, first, inv = np.unique(g, return_index=True, return_inverse=True)
-    pos = np.arange(count - k, count)
-    seen_before = first[inv[count - k:]] < pos
-    return float(seen_before.mean()), k
+    # an n-gram was seen before unless it is the first of its kind: with a stable sort, the first
+    # of each run of equal values
+    order = np.argsort(g, kind="stable")
+    sg = g[order]
+    seen = np.ones(count, dtype=bool)
+    seen[order[np.flatnonzero(np.concatenate(([True], sg[1:] != sg[:-1])))]] = False
+    return float(seen[count - k:].mean()), k
 
 
 def seq_rep(ids: np.ndarray, n: int) -> float:
@@ -360,32 +379,46 @@ def longest_run(ids: np.ndarray, max_period: int = 32, max_tokens: int = 1 << 18
     if P < 1:
         return None
     if n <= _RUN_2D_MAX_TOKENS:
-        # rows[p-1, i] = seq[i] == seq[i + p] (positions past the end never equal: sentinels)
+        # shifted[p-1, i] = padded[i + p]: every period's shifted copy of the sequence, as a view
+        # (positions past the end are sentinels, so each row of a comparison ends in a mismatch
+        # and no run crosses into the next row)
         padded = np.concatenate((seq, _RUN_SENTINELS[:P]))
-        rows = np.stack([padded[p:p + n] == seq for p in range(1, P + 1)])
+        size = padded.itemsize
+        shifted = np.ndarray((P, n), dtype=padded.dtype, buffer=padded, offset=size, strides=(size, size))
         need = (min_copies - 1) * np.arange(1, P + 1)  # matches a run needs for min_copies copies
-        enough = rows.sum(axis=1) >= need           # (a total below that rules a period out)
-        if words is not None and enough.any():
-            enough &= (rows & words[base:]).sum(axis=1) >= need // 2
-        cand = np.flatnonzero(enough)
-        if cand.size == 0:
-            return None
-        # every candidate period's longest run at once: its rows end to end, each closed by a
-        # mismatch; a run is the gap between consecutive mismatches
-        flat = np.concatenate((rows[cand], np.zeros((cand.size, 1), dtype=bool)), axis=1).ravel()
-        miss = np.flatnonzero(~flat)
-        gaps = miss - np.concatenate(([-1], miss[:-1])) - 1  # matches just before each mismatch
-        first = np.searchsorted(miss, np.arange(cand.size) * (n + 1))
-        longest = np.maximum.reduceat(gaps, first)
-        ok = longest >= need[cand]
+        stride = max(1, min_copies - 1)
+        if stride > 1 and P * n > _RUN_SAMPLE_ABOVE:
+            # A run of need(p) = (min_copies - 1)·p matches holds p consecutive positions that
+            # are multiples of min_copies - 1: first compare only there (a fraction of the work)
+            # and keep the periods with p such matches in a row
+            m = -(-n // stride)
+            grid = np.ndarray((P, m), dtype=padded.dtype, buffer=padded, offset=size,
+                              strides=(size, stride * size)) == seq[::stride]
+            periods = _rows_with_runs(grid)
+            if periods.size == 0:
+                return None
+            eq = shifted[periods - 1] == seq
+        else:
+            periods = np.arange(1, P + 1)
+            eq = shifted == seq
+        flat = eq.ravel()
+        edges = np.flatnonzero(flat[1:] != flat[:-1]) + 1  # run starts and ends, alternating
+        if flat[0]:
+            edges = np.concatenate(([0], edges))
+        begin, length = edges[0::2], edges[1::2] - edges[0::2]
+        row = begin // n
+        ok = length >= need[periods[row] - 1]
         if not ok.any():
             return None
-        covered = np.where(ok, longest + cand + 1, -1)
-        k = int(covered.argmax())                 # first (shortest) period among the longest
-        period, length = int(cand[k]) + 1, int(longest[k])
-        row_miss = np.flatnonzero(~np.concatenate((rows[cand[k]], [False])))
-        at = int((np.diff(row_miss, prepend=-1) - 1).argmax())  # its first longest run
-        return Run(period=period, start=base + int(row_miss[at]) - length, covered=length + period)
+        if words is not None:  # the period's matches at word tokens, over the whole row
+            word_matches = np.count_nonzero(eq & words[base:], axis=1)
+            ok &= (word_matches >= need[periods - 1] // 2)[row]
+            if not ok.any():
+                return None
+        covered = np.where(ok, length + periods[row], -1)
+        k = int(covered.argmax())  # the first of the longest: shortest period, then earliest run
+        period = int(periods[row[k]])
+        return Run(period=period, start=base + int(begin[k]) - int(row[k]) * n, covered=int(length[k]) + period)
     best: Run | None = None
     for p in range(1, P + 1):
         eq = np.concatenate(([False], seq[p:] == seq[:-p], [False]))
@@ -401,6 +434,24 @@ def longest_run(ids: np.ndarray, max_period: int = 32, max_tokens: int = 1 << 18
 
 
 _RUN_2D_MAX_TOKENS = 8192
+
+
+_RUN_SAMPLE_ABOVE = 32 * 512  # (periods × tokens above which the sampled first look pays off)
+
+
+def _rows_with_runs(rows: np.ndarray) -> np.ndarray:
+    """1 + the indices of the rows r of a 2-D bool array that hold a run of ≥ r + 1 Trues."""
+    P, m = rows.shape
+    flat = np.concatenate((rows, np.zeros((P, 1), dtype=bool)), axis=1).ravel()  # rows end in False
+    edges = np.flatnonzero(flat[1:] != flat[:-1]) + 1
+    if flat[0]:
+        edges = np.concatenate(([0], edges))
+    begin = edges[0::2]
+    row = begin // (m + 1)
+    row = row[edges[1::2] - begin > row]
+    return row[np.concatenate(([True], row[1:] != row[:-1]))] + 1 if row.size else row
+
+
 # ids no token hashes to (in practice): they end every sequence so no run crosses its end
 _RUN_SENTINELS = np.arange(0xFFFF_FFFF_FFFF_FF00, 0xFFFF_FFFF_FFFF_FF80, dtype=np.uint64)
 
@@ -624,6 +675,7 @@ HEADING_ROLE_RE = re.compile(r"^[ \t]*#{1,4}[ \t]*(?:\*\*)?(?P<role>User|USER|Hu
 HEADING_ASSISTANT_RE = re.compile(r"^[ \t]*#{1,4}[ \t]*(?:\*\*)?(?:Assistant|ASSISTANT|AI|Bot|GPT)(?:\*\*)?[ \t]*:?[ \t]*$",
                                   re.M)
 _ROLE_WORDS = ("User", "USER", "Human", "HUMAN", "Instruction", "INSTRUCTION")
+_HEADING_ASSISTANT_WORDS = ("Assistant", "ASSISTANT", "AI", "Bot", "GPT")
 _WORD_RE = re.compile(r"\w+")
 _DIALOGUE_REQUEST_RE = re.compile(
     r"\b(dialog(ue)?|conversation|transcript|chat ?log|role[- ]?play|script)\b"
@@ -677,7 +729,9 @@ def confabulated_turns(text: str, messages, min_words: int) -> dict:
                     or ("user" if m.group("inst") else None))
             res["markers"].append((m.start(), m.group(0), (role or "").lower()))
     # (the last assistant heading found once: one search per role heading would be quadratic)
-    last = max((m.start() for m in HEADING_ASSISTANT_RE.finditer(text)), default=-1) if "#" in text else -1
+    last = -1
+    if "#" in text and any(w in text for w in _HEADING_ASSISTANT_WORDS):  # (substring tests are fast)
+        last = max((m.start() for m in HEADING_ASSISTANT_RE.finditer(text)), default=-1)
     headed = [m for m in HEADING_ROLE_RE.finditer(text) if m.end() <= last] if last >= 0 else []
     if (":" in text and any(w in text for w in _ROLE_WORDS) and ROLE_LINE_RE.search(text)) or headed:
         convo = []
@@ -737,6 +791,15 @@ def _message_role(msg) -> str:
 
 def clean_logprobs(values) -> np.ndarray:
     """Finite logprobs as float64 (None / NaN / non-numbers dropped, +values clipped to 0)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind == "f" or (
+            isinstance(values, (list, tuple)) and set(map(type, values)) <= {float, int}):
+        try:  # (the usual case, all numbers: at numpy speed)
+            a = np.asarray(values, dtype=np.float64).ravel()
+        except (OverflowError, ValueError, TypeError):
+            pass
+        else:
+            a = a[~np.isnan(a) & (a != np.inf)]
+            return np.minimum(np.where(a == -np.inf, -1e4, a), 0.0)
     out = []
     for v in values:
         if isinstance(v, bool):

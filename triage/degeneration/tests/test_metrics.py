@@ -155,6 +155,23 @@ def test_role_lines_need_unknown_text():
 def test_clean_logprobs():
     out = M.clean_logprobs([-0.5, None, float("nan"), 0.2, "x", True, float("-inf")])
     assert out.tolist() == [-0.5, 0.0, -1e4]
+    # all numbers (the usual case) takes the numpy path: same rules
+    assert M.clean_logprobs([-0.5, float("nan"), 0.2, float("-inf"), float("inf"), -3, -2e4]).tolist() == [
+        -0.5, 0.0, -1e4, -3.0, -2e4]
+    assert M.clean_logprobs((-1, 0)).tolist() == [-1.0, 0.0]
+    assert M.clean_logprobs(np.array([-0.25, np.nan, 1.0], dtype=np.float32)).tolist() == [-0.25, 0.0]
+
+
+def test_token_arrays_ascii_and_unicode_paths_agree():
+    # an ASCII text takes a one-byte path; one non-ASCII character switches to code points
+    text = "Call 555-0100 now_2 x1 12345 the end... a __init__ 3rd 42"
+    a, b = M.token_arrays(text), M.token_arrays(text + " é")
+    T = len(a)
+    for field in ("starts", "ends", "is_number", "is_word", "hashes"):
+        assert getattr(a, field).tolist() == getattr(b, field)[:T].tolist(), field
+    assert [text[s:e] for s, e in zip(a.starts, a.ends)] == M.tokenize(text)
+    assert [text[s:e] for s, e in zip(a.starts[a.is_number], a.ends[a.is_number])] == ["555", "0100", "12345", "42"]
+    assert [text[s:e] for s, e in zip(a.starts[a.is_word], a.ends[a.is_word])] == ["Call", "the", "end", "__init__"]
 
 
 def test_longest_run_finds_back_to_back_copies_anywhere(monkeypatch):
@@ -172,11 +189,56 @@ def test_longest_run_finds_back_to_back_copies_anywhere(monkeypatch):
         if rng.random() < 0.4:
             unit = seq[:rng.randint(1, 8)]
             seq = np.concatenate((seq[:rng.randint(0, n)], np.tile(unit, rng.randint(2, 30)), seq[:rng.randint(0, 9)]))
-        for min_copies in (2, 3):
+        for min_copies in (2, 3, 8):
             two_d = M.longest_run(seq, min_copies=min_copies)
             monkeypatch.setattr(M, "_RUN_2D_MAX_TOKENS", -1)
             assert M.longest_run(seq, min_copies=min_copies) == two_d
             monkeypatch.undo()
+
+
+def _longest_run_brute(seq, min_copies, words):
+    """For each period: the row of matches, the longest run in it, and the word filter."""
+    best = None
+    n = len(seq)
+    for p in range(1, min(32, n // min_copies) + 1):
+        row = [seq[i] == seq[i + p] if i + p < n else False for i in range(n)]
+        if words is not None and sum(r and w for r, w in zip(row, words)) < (min_copies - 1) * p // 2:
+            continue
+        i = 0
+        while i < n:
+            if not row[i]:
+                i += 1
+                continue
+            j = i
+            while j < n and row[j]:
+                j += 1
+            if j - i >= (min_copies - 1) * p and (best is None or j - i + p > best[2]):
+                best = (p, i, j - i + p)
+            i = j
+    return best
+
+
+def test_longest_run_sampled_first_look_finds_what_every_comparison_finds(monkeypatch):
+    # the first look at every (min_copies - 1)-th position only, for long inputs, must keep
+    # every period that has a long enough run: against a brute force, sampled or not
+    import random
+
+    rng = random.Random(1)
+    for trial in range(150):
+        n = rng.randint(1, 700)
+        seq = np.array([rng.randint(0, rng.randint(1, 6)) for _ in range(n)], dtype=np.uint64)
+        if rng.random() < 0.7:
+            unit = seq[:rng.randint(1, 14)]
+            seq = np.concatenate((seq[:rng.randint(0, n)], np.tile(unit, rng.randint(2, 40)), seq[:rng.randint(0, 20)]))
+        words = np.array([rng.random() < 0.6 for _ in range(seq.size)])
+        for min_copies in (2, 3, 8):
+            for w in (None, words):
+                want = _longest_run_brute(seq.tolist(), min_copies, None if w is None else w.tolist())
+                for sample_above in (0, 10 ** 9):
+                    monkeypatch.setattr(M, "_RUN_SAMPLE_ABOVE", sample_above)
+                    run = M.longest_run(seq, min_copies=min_copies, words=w)
+                    got = None if run is None else (run.period, run.start, run.covered)
+                    assert got == want, (trial, min_copies, w is None, sample_above)
 
 
 def test_char_tail_loop_sees_inside_tokens_and_whitespace():
