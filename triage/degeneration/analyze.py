@@ -124,7 +124,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
         names: the object of its repetition verb) and got at most about N: the answer, not a loop."""
         if request is None:
             return False
-        words = set(M._norm(unit).split())
+        words = set(M.norm_words(unit).split())
         return bool(words) and words <= set(request[1].split()) and copies <= request[0] * 1.1 + 1
 
     # ---- tail loop ---------------------------------------------------------------------------
@@ -237,7 +237,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
 
     # ---- a repeat run anywhere (a loop the model stopped, or left) ------------------------------
     run = M.longest_run(ids, min_copies=int(min(T.run_min_copies, T.run_short_min_copies)),  # (reported from there)
-                        words=toks.is_word if T.run_min_word_share >= 0.5 else None)
+                        words=toks.is_word, word_share=T.run_min_word_share)
     if run is not None:
         unit_a, unit_b = int(toks.starts[run.start]), int(toks.ends[run.start + run.period - 1])
         mt["repeat_run"] = {"period": run.period, "copies": _r(run.copies), "covered_tokens": run.covered,

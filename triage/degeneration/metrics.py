@@ -362,14 +362,15 @@ class Run:
 
 
 def longest_run(ids: np.ndarray, max_period: int = 32, max_tokens: int = 1 << 18, min_copies: int = 2,
-                words: np.ndarray | None = None) -> Run | None:
+                words: np.ndarray | None = None, word_share: float = 0.5) -> Run | None:
     """The stretch of ``ids`` covered by the most tokens of back-to-back copies of one unit of
     ≤ ``max_period`` tokens, wherever it is (``tail_loop`` only sees the end: a model that loops
     and then recovers, ``is is is … is.``, leaves the loop inside the text). For each period p,
     ``ids[i] == ids[i + p]`` over a run of r positions is a stretch of r + p tokens with period p;
     ties go to the shorter period; None when no unit repeats ``min_copies`` times. ``words``
-    (bool per token): only runs at least half of whose tokens are words are wanted (prose; the
-    caller checks the unit), which rules out most periods of code and markup at once. O(max_period ×
+    (bool per token): only runs at least ``word_share`` of whose tokens are words are wanted
+    (prose; the caller checks the unit), so a period whose matches at word tokens number fewer
+    than that share of what a run needs is ruled out: most periods of code and markup at once. O(max_period ×
     n) vectorised comparisons over the last ``max_tokens`` tokens: all periods in one 2-D pass for
     a typical response, one pass per period for long ones."""
     base = max(0, int(ids.size) - max_tokens)
@@ -412,7 +413,7 @@ def longest_run(ids: np.ndarray, max_period: int = 32, max_tokens: int = 1 << 18
             return None
         if words is not None:  # the period's matches at word tokens, over the whole row
             word_matches = np.count_nonzero(eq & words[base:], axis=1)
-            ok &= (word_matches >= need[periods - 1] // 2)[row]
+            ok &= (word_matches >= np.floor(need[periods - 1] * word_share))[row]
             if not ok.any():
                 return None
         covered = np.where(ok, length + periods[row], -1)
@@ -511,7 +512,7 @@ def requested_repetition(messages) -> tuple[int, str] | None:
             word = (m.group("n") or m.group("w")).lower()
             count = int(word) if word.isdigit() else _NUMBER_WORDS[word]
             if best is None or count > best[0]:
-                best = (count, _norm(m.group("obj")))
+                best = (count, norm_words(m.group("obj")))
         return best
     return None
 
@@ -685,7 +686,8 @@ _DIALOGUE_REQUEST_RE = re.compile(
     re.I)
 
 
-def _norm(s: str) -> str:
+def norm_words(s: str) -> str:
+    """The lower-cased words of ``s`` joined by single spaces (for comparing texts as words)."""
     return " ".join(_WORD_RE.findall(s.lower()))
 
 
@@ -739,7 +741,7 @@ def confabulated_turns(text: str, messages, min_words: int) -> dict:
         for msg in messages or ():
             content = _message_text(msg)
             if content:
-                convo.append(_norm(content))
+                convo.append(norm_words(content))
                 if _message_role(msg) == "user" and _DIALOGUE_REQUEST_RE.search(content):
                     asked_dialogue = True
         if not asked_dialogue:
@@ -757,7 +759,7 @@ def confabulated_turns(text: str, messages, min_words: int) -> dict:
                 words = _WORD_RE.findall(rest)
                 if len(words) < min_words:
                     continue
-                nrest = _norm(rest)[:200]
+                nrest = norm_words(rest)[:200]
                 if convo and nrest and nrest in convo_text:
                     continue  # quoting the real conversation
                 if not convo and not ASSISTANT_LINE_RE.search(text, m.end()):
