@@ -82,3 +82,23 @@ def test_fp8_kv_cache_mean_kl_is_in_the_8bit_cache_range(engine, conversation):
     # e4m3 scales, 3 mantissa bits); a broken dequantization gives KL > 1.
     assert 0 < fp8["mean_kl"] < 0.05
     assert fp8["top1_agreement"] > 0.85
+
+
+def test_fp8_kl_is_the_e4m3_format_itself(engine, conversation):
+    """kernels/kv_formats.py: the same round trip simulated with the engine's own scales gives
+    the engine's fp8 numbers exactly (so the simulated formats are comparable), and the KL
+    follows each format's precision: int8 blocks < e4m3 < e5m2, with e4m3's error in the keys
+    (a Hadamard rotation of the keys before e4m3 lowers it)."""
+    from kernels import kv_formats as F
+
+    ids = conversation[0][:700]
+    prompt, cont = ids[:600], ids[600:]
+    wanted = ("e4m3 K+V, " + F.ENGINE_SCALES, "int8 block-32 K+V (q8_0 layout)", "e4m3 K+V", "e4m3 K only",
+              "e5m2 K+V", "e4m3 K+V, Hadamard-rotated K")
+    rows = {r["variant"]: r["mean_kl"] for r in F.study(engine, prompt, cont, [v for v in F.VARIANTS if v[0] in wanted])}
+    print("\n[kv formats, 600+100 tokens] " + ", ".join(f"{k}: {v:.3g}" for k, v in rows.items()))
+    assert rows["e4m3 K+V, " + F.ENGINE_SCALES] == pytest.approx(rows["engine fp8_e4m3 (real)"], rel=1e-6)
+    assert rows["int8 block-32 K+V (q8_0 layout)"] < rows["e4m3 K+V"] / 5
+    assert rows["e4m3 K+V"] < rows["e5m2 K+V"]
+    assert rows["e4m3 K only"] > rows["e4m3 K+V"] / 2  # the keys carry the error
+    assert rows["e4m3 K+V, Hadamard-rotated K"] < rows["e4m3 K+V"]
