@@ -90,6 +90,7 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.tk_rope_write.restype = None
     lib.tk_paged_decode.argtypes = [P, I, I64, I64, I64, I64, P, P, I, I64, P, I64, P, F, P, P, P, I]
     lib.tk_paged_decode.restype = None
+    lib.tk_fp8_dequant.argtypes, lib.tk_fp8_dequant.restype = [P, I64, I64, F, P], None
     lib.tk_decode_layer.argtypes = [P, I64, I64, P, P, F, P, P, P, P, I64, I64, I64, I64, P, P, P, P, P, P, I64, I64,
                                     P, I64, P, F, I64, I64, I64, P, P, I]
     lib.tk_decode_layer.restype = None
@@ -286,6 +287,17 @@ class SparseDecodeLayout(DecodeLayout):
         self.sink_pages, self.local_pages = sink_pages, local_pages
         self.selected = torch.empty(self.block_table.shape[0], cache.n_kv_heads, max(1, self.sparse_K),
                                     dtype=torch.int32)
+
+
+def fp8_dequant(codes: torch.Tensor, scale: float) -> torch.Tensor:
+    """(n, D) float8_e4m3fn (or its uint8 codes) -> (n, D) float32 times `scale`, through the
+    attention kernels' own row loads (for tests: it must equal torch's `.float() * scale`)."""
+    codes = codes.view(torch.uint8).contiguous()
+    if codes.dim() != 2:
+        raise ValueError(f"codes must be (n, D), got {tuple(codes.shape)}")
+    out = torch.empty(codes.shape, dtype=torch.float32)
+    _lib().tk_fp8_dequant(codes.data_ptr(), codes.shape[0], codes.shape[1], scale, out.data_ptr())
+    return out
 
 
 def paged_decode(q: torch.Tensor, cache, layer: int, block_table: torch.Tensor | None = None,

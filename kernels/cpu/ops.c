@@ -920,8 +920,47 @@ static void softmax_inplace(float *sg, int64_t L) {
     for (t = 0; t < L; t++) sg[t] *= inv;
 }
 
+/* float8_e4m3fn codes (in 32-bit lanes) -> float32, exactly fp8_table's values: a normal code's
+   exponent and mantissa bits moved into place with the bias changed by 127 - 7; a subnormal one
+   (exponent 0) is m * 2^-9; 0x7f / 0xff are NaN; the sign bit last. No float subnormal is formed
+   on the way (so flush-to-zero settings cannot change a value). Eight lanes, in every build with
+   AVX2 (the AVX-512 builds put two of these together: one tested path for both). */
+#if defined(__AVX512F__) || defined(TK_AVX2)  /* (every AVX-512 CPU has AVX2) */
+static inline __m256 fp8x8_to_f32(__m256i c) {
+    __m256i mag = _mm256_and_si256(c, _mm256_set1_epi32(0x7f));
+    __m256 v = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(mag, 20), _mm256_set1_epi32(120 << 23)));
+    __m256 sub = _mm256_mul_ps(_mm256_cvtepi32_ps(mag), _mm256_set1_ps(1.0f / 512.0f));
+    v = _mm256_blendv_ps(v, sub, _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(8), mag)));
+    v = _mm256_blendv_ps(v, _mm256_set1_ps(NAN), _mm256_castsi256_ps(_mm256_cmpeq_epi32(mag, _mm256_set1_epi32(0x7f))));
+    return _mm256_castsi256_ps(_mm256_or_si256(_mm256_castps_si256(v),
+                                               _mm256_slli_epi32(_mm256_and_si256(c, _mm256_set1_epi32(0x80)), 24)));
+}
+
+/* Sixteen fp8 codes at p, split: lane i of `even` holds element 2i, of `odd` element 2i + 1. */
+static inline void fp8x16_split(const uint8_t *p, float scale, __m256 *even, __m256 *odd) {
+    __m128i b = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)p),
+                                 _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+    __m256 vs = _mm256_set1_ps(scale);
+    *even = _mm256_mul_ps(fp8x8_to_f32(_mm256_cvtepu8_epi32(b)), vs);
+    *odd = _mm256_mul_ps(fp8x8_to_f32(_mm256_cvtepu8_epi32(_mm_srli_si128(b, 8))), vs);
+}
+#endif
+#if defined(__AVX512F__)
+static inline __m512 join8x2(__m256 lo, __m256 hi) {  /* lanes 0..7 from lo, 8..15 from hi */
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1));
+}
+#endif
+
 static inline void load_row(const void *cache, int dtype, int64_t offset, int64_t D, float scale, float *dst) {
 #if defined(__AVX512F__)
+    if (dtype == FP8 && (D & 7) == 0) {
+        const uint8_t *src = (const uint8_t *)cache + offset;
+        __m256 vs = _mm256_set1_ps(scale);
+        for (int64_t d = 0; d < D; d += 8)
+            _mm256_storeu_ps(dst + d, _mm256_mul_ps(fp8x8_to_f32(_mm256_cvtepu8_epi32(
+                _mm_loadl_epi64((const __m128i *)(src + d)))), vs));
+        return;
+    }
     if (dtype == BF16 && (D & 15) == 0) {
         const uint16_t *src = (const uint16_t *)cache + offset;
         for (int64_t d = 0; d < D; d += 16)
@@ -930,6 +969,14 @@ static inline void load_row(const void *cache, int dtype, int64_t offset, int64_
         return;
     }
 #elif defined(TK_AVX2)
+    if (dtype == FP8 && (D & 7) == 0) {
+        const uint8_t *src = (const uint8_t *)cache + offset;
+        __m256 vs = _mm256_set1_ps(scale);
+        for (int64_t d = 0; d < D; d += 8)
+            _mm256_storeu_ps(dst + d, _mm256_mul_ps(fp8x8_to_f32(_mm256_cvtepu8_epi32(
+                _mm_loadl_epi64((const __m128i *)(src + d)))), vs));
+        return;
+    }
     if (dtype == BF16 && (D & 7) == 0) {
         const uint16_t *src = (const uint16_t *)cache + offset;
         for (int64_t d = 0; d < D; d += 8)
@@ -1007,6 +1054,22 @@ static inline __m512 hsum16x16(const __m512 *v) {
     return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r);
 }
 
+/* A 32-element chunk of a cached row in the split order of load_bf16x32_split (lane i of
+   `even` holds element 2i, of `odd` element 2i + 1): bf16 widened, or fp8 codes dequantized
+   (fp8x8_to_f32 times the head's scale: fp8_table's values, as load_row gives them). */
+static inline void load_fp8x32_split(const uint8_t *p, float scale, __m512 *even, __m512 *odd) {
+    __m256 e0, o0, e1, o1;
+    fp8x16_split(p, scale, &e0, &o0);       /* elements 0..15 */
+    fp8x16_split(p + 16, scale, &e1, &o1);  /* elements 16..31 */
+    *even = join8x2(e0, e1);
+    *odd = join8x2(o0, o1);
+}
+
+static inline void load_kv32_split(const void *cache, int dtype, int64_t off, float scale, __m512 *even, __m512 *odd) {
+    if (dtype == FP8) load_fp8x32_split((const uint8_t *)cache + off, scale, even, odd);
+    else load_bf16x32_split((const uint16_t *)cache + off, even, odd);
+}
+
 /* The order load_bf16x32_split widens a 64-element row into: dims 2i, 2i+1, 32+2i, 33+2i in
    lane i of vectors 0..3. to_split = 1: natural -> split order; 0: split -> natural. */
 static inline void split64(float *natural, float *split, int to_split) {
@@ -1031,10 +1094,11 @@ static inline void split64(float *natural, float *split, int to_split) {
    Values: each output element is accumulated in position order.
    qf (nh*G, 64) scaled queries; s (nh*G, L) scores; acc (nh*G, 64) scratch; out (nh*G, 64);
    qb (nh*G, 64) bf16 or NULL. */
-static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const uint16_t *k_cache,
-                                  const uint16_t *v_cache, int64_t Hkv, int64_t kh0, int64_t page_size,
-                                  const int32_t *pages, int64_t L, float *s, float *acc, float *out,
-                                  const uint16_t *qb) {
+static void decode_heads_d64(const float *qf, int64_t G, int64_t nh, const void *k_cache,
+                             const void *v_cache, int64_t Hkv, int64_t kh0, int64_t page_size,
+                             const int32_t *pages, int64_t L, float *s, float *acc, float *out,
+                             const uint16_t *qb, int kv_dtype, const float *k_scale, const float *v_scale) {
+    const int64_t eb = kv_dtype == FP8 ? 1 : 2;  /* bytes per cached element */
     const int64_t R = nh * G;
     float *qs = acc;  /* queries in the keys' split order */
     if (!qb)  /* (the vdpbf16ps scores read the bf16 queries as they are) */
@@ -1059,7 +1123,7 @@ static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const 
                         __m512bh qhi = (__m512bh)_mm512_loadu_si512((const void *)(qr + 32));
                         __m512 a[16];
                         for (int t = 0; t < 16; t++) {
-                            const uint16_t *kr = k_cache + ((base + o + t) * Hkv + kh0 + j) * 64;
+                            const uint16_t *kr = (const uint16_t *)k_cache + ((base + o + t) * Hkv + kh0 + j) * 64;
                             __m512 x = _mm512_dpbf16_ps(_mm512_setzero_ps(), qlo,
                                                         (__m512bh)_mm512_loadu_si512((const void *)kr));
                             a[t] = _mm512_dpbf16_ps(x, qhi, (__m512bh)_mm512_loadu_si512((const void *)(kr + 32)));
@@ -1072,11 +1136,11 @@ static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const 
 #endif
             for (int t = 0; t < 16; t++)  /* in address order: a position's heads are adjacent */
                 for (int64_t jj = 0; jj < nj; jj++) {
-                    const uint16_t *kr = k_cache + ((base + o + t) * Hkv + kh0 + j0 + jj) * 64;
-                    prefetch_ahead(k_cache, 2, pages, t0, L, page_size, o + t, Hkv, kh0 + j0 + jj, 64);
+                    int64_t kh = kh0 + j0 + jj, off = ((base + o + t) * Hkv + kh) * 64;
+                    prefetch_ahead(k_cache, eb, pages, t0, L, page_size, o + t, Hkv, kh, 64);
                     __m512 e0, o0, e1, o1;
-                    load_bf16x32_split(kr, &e0, &o0);
-                    load_bf16x32_split(kr + 32, &e1, &o1);
+                    load_kv32_split(k_cache, kv_dtype, off, k_scale ? k_scale[kh] : 1.0f, &e0, &o0);
+                    load_kv32_split(k_cache, kv_dtype, off + 32, k_scale ? k_scale[kh] : 1.0f, &e1, &o1);
                     _mm512_store_ps(kf[jj][t], e0); _mm512_store_ps(kf[jj][t] + 16, o0);
                     _mm512_store_ps(kf[jj][t] + 32, e1); _mm512_store_ps(kf[jj][t] + 48, o1);
                 }
@@ -1107,11 +1171,11 @@ static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const 
             for (int64_t g = 0; g < G; g++)
                 for (int c = 0; c < 4; c++) va[g][c] = _mm512_loadu_ps(acc + (j * G + g) * 64 + c * 16);
             for (int64_t t = t0; t < end; t++) {
-                const uint16_t *vr = v_cache + ((base + t - t0) * Hkv + kh0 + j) * 64;
-                prefetch_ahead(v_cache, 2, pages, t0, L, page_size, t - t0, Hkv, kh0 + j, 64);
+                int64_t off = ((base + t - t0) * Hkv + kh0 + j) * 64;
+                prefetch_ahead(v_cache, eb, pages, t0, L, page_size, t - t0, Hkv, kh0 + j, 64);
                 __m512 v0, v1, v2, v3;
-                load_bf16x32_split(vr, &v0, &v1);
-                load_bf16x32_split(vr + 32, &v2, &v3);
+                load_kv32_split(v_cache, kv_dtype, off, v_scale ? v_scale[kh0 + j] : 1.0f, &v0, &v1);
+                load_kv32_split(v_cache, kv_dtype, off + 32, v_scale ? v_scale[kh0 + j] : 1.0f, &v2, &v3);
                 for (int64_t g = 0; g < G; g++) {
                     __m512 p = _mm512_set1_ps(s[(j * G + g) * L + t]);
                     va[g][0] = _mm512_fmadd_ps(p, v0, va[g][0]);
@@ -1136,6 +1200,13 @@ static inline __m256 hsum8x8(const __m256 *v) {
     return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
 }
 
+/* A 16-element chunk of a cached row in load_bf16x16_split's split order (lane i of `even`
+   holds element 2i, of `odd` element 2i + 1): bf16 widened, or fp8 dequantized as load_row does. */
+static inline void load_kv16_split(const void *cache, int dtype, int64_t off, float scale, __m256 *even, __m256 *odd) {
+    if (dtype == FP8) fp8x16_split((const uint8_t *)cache + off, scale, even, odd);
+    else load_bf16x16_split((const uint16_t *)cache + off, even, odd);
+}
+
 /* The order load_bf16x16_split widens a 64-element row into: 32-byte chunk c gives dims
    16c + 2i (vector 2c) and 16c + 2i + 1 (vector 2c + 1) in lane i. to_split = 1: natural -> split. */
 static inline void split64(float *natural, float *split, int to_split) {
@@ -1147,13 +1218,14 @@ static inline void split64(float *natural, float *split, int to_split) {
             }
 }
 
-/* decode_heads_bf16_d64 of the AVX-512 build on 8 lanes: groups of 8 positions, a score is
+/* decode_heads_d64 of the AVX-512 build on 8 lanes: groups of 8 positions, a score is
    eight lane-wise products summed by hsum8x8, and the values are accumulated half a head (32
    dims) at a time so the G <= 4 heads' accumulators stay in registers. */
-static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const uint16_t *k_cache,
-                                  const uint16_t *v_cache, int64_t Hkv, int64_t kh0, int64_t page_size,
-                                  const int32_t *pages, int64_t L, float *s, float *acc, float *out,
-                                  const uint16_t *qb) {
+static void decode_heads_d64(const float *qf, int64_t G, int64_t nh, const void *k_cache,
+                             const void *v_cache, int64_t Hkv, int64_t kh0, int64_t page_size,
+                             const int32_t *pages, int64_t L, float *s, float *acc, float *out,
+                             const uint16_t *qb, int kv_dtype, const float *k_scale, const float *v_scale) {
+    const int64_t eb = kv_dtype == FP8 ? 1 : 2;  /* bytes per cached element */
     (void)qb;  /* (bf16 score products are an AVX512-BF16 path) */
     const int64_t R = nh * G;
     float *qs = acc;  /* queries in the keys' split order */
@@ -1165,11 +1237,11 @@ static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const 
             int64_t n = L - (t0 + o) < 8 ? L - (t0 + o) : 8;
             for (int64_t j = 0; j < nh; j++) {
                 for (int t = 0; t < 8; t++) {
-                    const uint16_t *kr = k_cache + ((base + o + t) * Hkv + kh0 + j) * 64;
-                    prefetch_ahead(k_cache, 2, pages, t0, L, page_size, o + t, Hkv, kh0 + j, 64);
+                    int64_t off = ((base + o + t) * Hkv + kh0 + j) * 64;
+                    prefetch_ahead(k_cache, eb, pages, t0, L, page_size, o + t, Hkv, kh0 + j, 64);
                     for (int c = 0; c < 4; c++) {
                         __m256 e, od;
-                        load_bf16x16_split(kr + 16 * c, &e, &od);
+                        load_kv16_split(k_cache, kv_dtype, off + 16 * c, k_scale ? k_scale[kh0 + j] : 1.0f, &e, &od);
                         _mm256_store_ps(kf[t] + 16 * c, e);
                         _mm256_store_ps(kf[t] + 16 * c + 8, od);
                     }
@@ -1200,11 +1272,12 @@ static void decode_heads_bf16_d64(const float *qf, int64_t G, int64_t nh, const 
                 for (int64_t g = 0; g < G; g++)
                     for (int c = 0; c < 4; c++) va[g][c] = _mm256_loadu_ps(acc + (j * G + g) * 64 + (4 * hh + c) * 8);
                 for (int64_t t = t0; t < end; t++) {
-                    const uint16_t *vr = v_cache + ((base + t - t0) * Hkv + kh0 + j) * 64 + 32 * hh;
-                    if (!hh) prefetch_ahead(v_cache, 2, pages, t0, L, page_size, t - t0, Hkv, kh0 + j, 64);
+                    int64_t off = ((base + t - t0) * Hkv + kh0 + j) * 64 + 32 * hh;
+                    float vsc = v_scale ? v_scale[kh0 + j] : 1.0f;
+                    if (!hh) prefetch_ahead(v_cache, eb, pages, t0, L, page_size, t - t0, Hkv, kh0 + j, 64);
                     __m256 v0, v1, v2, v3;
-                    load_bf16x16_split(vr, &v0, &v1);
-                    load_bf16x16_split(vr + 16, &v2, &v3);
+                    load_kv16_split(v_cache, kv_dtype, off, vsc, &v0, &v1);
+                    load_kv16_split(v_cache, kv_dtype, off + 16, vsc, &v2, &v3);
                     for (int64_t g = 0; g < G; g++) {
                         __m256 p = _mm256_broadcast_ss(s + (j * G + g) * L + t);
                         va[g][0] = _mm256_fmadd_ps(p, v0, va[g][0]);
@@ -1253,9 +1326,9 @@ static void decode_task(const void *q, int q_dtype, int64_t n, int64_t H, int64_
 #endif
     (void)qb;
 #if defined(DECODE_GROUP)
-    if (kv_dtype == BF16 && D == 64 && G <= 4 && page_size % DECODE_GROUP == 0) {
-        decode_heads_bf16_d64(qf, G, per, (const uint16_t *)k_cache, (const uint16_t *)v_cache, Hkv, h0,
-                              page_size, pages, L, s, row, acc, qb);
+    if ((kv_dtype == BF16 || kv_dtype == FP8) && D == 64 && G <= 4 && page_size % DECODE_GROUP == 0) {
+        decode_heads_d64(qf, G, per, k_cache, v_cache, Hkv, h0, page_size, pages, L, s, row, acc, qb, kv_dtype,
+                         k_scale, v_scale);
         for (int64_t r = 0; r < R; r++)
             for (int64_t d = 0; d < D; d++)
                 store_elem(out, q_dtype, (n * H + h0 * G + r) * D + d, acc[r * D + d]);
@@ -1293,6 +1366,13 @@ static void decode_task(const void *q, int q_dtype, int64_t n, int64_t H, int64_
     for (int64_t r = 0; r < R; r++)
         for (int64_t d = 0; d < D; d++)
             store_elem(out, q_dtype, (n * H + h0 * G + r) * D + d, acc[r * D + d]);
+}
+
+/* Rows of float8_e4m3fn codes -> float32 times `scale`, through load_row (the attention's own
+   dequantization), for tests: n rows of D. */
+void tk_fp8_dequant(const uint8_t *src, int64_t n, int64_t D, float scale, float *dst) {
+    fp8_init();
+    for (int64_t r = 0; r < n; r++) load_row(src, FP8, r * D, D, scale, dst + r * D);
 }
 
 /* Whether bf16 queries times `scale` stay exact in bf16 (scale a power of two, e.g. 1/sqrt(64)):

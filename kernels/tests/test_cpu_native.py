@@ -178,6 +178,28 @@ def test_paged_decode_matches_dense_reference(kv, dtype, heads, hkv, d, page_siz
         assert (out.float() - ref).abs().max() <= 2 * (torch_bf16 - ref).abs().max() + 1e-6
 
 
+def _fp8_dequant_cases():
+    g = torch.Generator().manual_seed(4)
+    every = torch.arange(256, dtype=torch.uint8).repeat(2, 1).view(8, 64)  # every code, rows of 64
+    tail = torch.randint(0, 256, (6, 44), generator=g, dtype=torch.uint8)  # 44: the 8-lane part and a scalar tail
+    return [(codes, scale) for codes in (every, tail) for scale in (1.0, 0.0371, 3.5e-3, 7.0e5)]
+
+
+def _assert_fp8_dequant_exact(dequant):
+    for codes, scale in _fp8_dequant_cases():
+        out = dequant(codes, scale)
+        ref = codes.view(torch.float8_e4m3fn).float() * torch.tensor(scale, dtype=torch.float32)
+        nan = ref.isnan()
+        assert torch.equal(out.isnan(), nan)
+        assert torch.equal(out[~nan].view(torch.int32), ref[~nan].view(torch.int32))  # bits: -0.0 too
+
+
+def test_fp8_dequantization_is_torchs_bit_for_bit():
+    # the attention kernels' fp8 row loads (vector conversion in the SIMD builds, a table in
+    # plain C): every code, subnormals, -0 and NaN, times a scale, as torch computes it
+    _assert_fp8_dequant_exact(cpu.fp8_dequant)
+
+
 @pytest.mark.parametrize("scale", [0.125, 0.1, 0.5], ids=["pow2-bf16-scores", "any-scale", "pow2-other"])
 def test_paged_decode_bf16_scales(scale):
     """bf16 queries times a power-of-two scale are exact in bf16, and an AVX512-BF16 build scores
@@ -201,15 +223,17 @@ def test_paged_decode_is_batch_invariant():
         assert torch.equal(part, full[rows]), rows
 
 
+@pytest.mark.parametrize("kv", ["auto", "fp8_e4m3"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
-def test_paged_decode_ignores_stale_rows_past_the_end(dtype):
+def test_paged_decode_ignores_stale_rows_past_the_end(dtype, kv):
     """Rows after the last position of a sequence's last page hold whatever an earlier sequence
-    left there (NaN here); the kernel reads whole 16-row groups but keeps only real positions."""
+    left there (NaN here; fp8 code 0xff is NaN too); the kernel reads whole 16-row groups but
+    keeps only real positions."""
     lens = [1, 15, 17, 40, 64]
     q = torch.randn(len(lens), 9, 64, generator=torch.Generator().manual_seed(5)).to(dtype)
     outs = []
     for poison in (False, True):
-        cache, table, seq_lens = _filled_cache(dtype, lens, page_size=64, hkv=3, d=64, poison=poison)
+        cache, table, seq_lens = _filled_cache(dtype, lens, page_size=64, hkv=3, d=64, poison=poison, kv=kv)
         outs.append(cpu.paged_decode(q, cache, 0, table, seq_lens, scale=0.125))
     assert torch.isfinite(outs[1]).all()
     assert torch.equal(outs[1], outs[0])
@@ -319,6 +343,13 @@ def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
     torch_bf16 = dense_decode(q, cache, 0, table, seq_lens).float()
     assert (out.float() - ref).abs().max() <= 2 * (torch_bf16 - ref).abs().max() + 1e-6
     assert (out.float() - fast[4].float()).abs().max() <= 2 * (torch_bf16 - ref).abs().max() + 1e-6
+    _assert_fp8_dequant_exact(cpu.fp8_dequant)  # (the variant's row loads: vector or table)
+    for page_size in (8, 16):  # fp8 pages through the 64-dim kernel (or the generic rows of plain C)
+        cache8, table8, lens8 = _filled_cache(torch.bfloat16, lens, page_size=page_size, hkv=3, d=64, kv="fp8_e4m3")
+        out8 = cpu.paged_decode(q, cache8, 0, table8, lens8, scale=0.125)
+        ref8 = dense_decode(q.float(), cache8, 0, table8, lens8)
+        bound8 = 2 * (dense_decode(q, cache8, 0, table8, lens8).float() - ref8).abs().max() + 1e-6
+        assert (out8.float() - ref8).abs().max() <= bound8
 
     qkv = (torch.randn(6, 15, 64, generator=g) * 4).to(torch.bfloat16)
     angles = torch.rand(6, 64, generator=g) * 6
