@@ -151,9 +151,11 @@ class Transformer(nn.Module):
         x = self.tok_embeddings(tokens)                              # (T, dim)
         cos = self.rope_cos[positions].unsqueeze(1)                  # (T, 1, D)
         sin = self.rope_sin[positions].unsqueeze(1)
-        if self.native_layers and isinstance(batch.plan, kernels_cpu.DecodeLayout) and not batch.cache.is_fp8 \
-                and batch.cache.k.dtype == x.dtype == torch.bfloat16:
-            # A dense bf16 decode step: each layer is one kernels.cpu call (see optimize_for_cpu).
+        cache = batch.cache
+        if self.native_layers and isinstance(batch.plan, kernels_cpu.DecodeLayout) and x.dtype == torch.bfloat16 \
+                and (cache.k.dtype == torch.bfloat16 or (cache.is_fp8 and all(cache.calibrated))):
+            # A bf16 decode step on a bf16 or fp8 cache (fp8: its scales fixed, as the engine
+            # calibrates at start): each layer is one kernels.cpu call (see optimize_for_cpu).
             T, c = x.shape[0], self.config
             scratch = kernels_cpu.decode_layer_scratch(T, c.dim, c.n_heads, c.n_kv_heads, c.head_dim,
                                                       c.intermediate_size)
@@ -268,9 +270,9 @@ def can_use_native(device: torch.device, dtype: torch.dtype) -> bool:
 
 
 def optimize_for_cpu(model: Transformer) -> Transformer:
-    """bf16 on the CPU, every projection on kernels.cpu. A dense decode step (the common case)
-    runs each layer as one kernels.cpu.decode_layer call; prefill and the other decode paths
-    (sparse, fp8 KV, teacher forcing) run the per-op modules, whose linears are NativeLinears on
+    """bf16 on the CPU, every projection on kernels.cpu. A decode step (dense or sparse, bf16 or
+    calibrated fp8 cache) runs each layer as one kernels.cpu.decode_layer call; prefill and the
+    other decode paths (teacher forcing, Triton kernels) run the per-op modules, whose linears are NativeLinears on
     the same packed weights (one copy of the weights in memory). Each path is batch invariant on
     its own, and which one runs depends only on the step's kind and kernel settings, never on the
     batch. The head is a NativeLinear too (prefill and decode project their rows with the same code).

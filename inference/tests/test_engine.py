@@ -232,3 +232,31 @@ def test_bf16_sparse_decode_runs_whole_layers_natively_with_the_per_op_numbers(e
     dense, full = run(STOCK, "dense"), run(KernelSettings(attention="sparse", sparse_budget=4096), "full")
     assert full.token_ids == dense.token_ids and full.logprobs == dense.logprobs
     assert fused.token_ids != dense.token_ids or fused.logprobs != dense.logprobs  # budget 64 is sparse here
+
+
+@pytest.mark.parametrize("attention", ["dense", "sparse"])
+def test_bf16_decode_on_an_fp8_cache_runs_whole_layers_natively(engine_bf16, monkeypatch, attention):
+    """With kv_cache_dtype fp8_e4m3 (scales calibrated at start), a bf16 decode step runs each
+    layer as one kernels.cpu.decode_layer call too: keys and values quantized in C exactly as
+    PagedKVCache.write does (tested bit for bit in kernels/tests), read back through the same
+    dequantization. The per-op modules compute the same step with another bf16 rounding, which
+    fp8's coarse steps can amplify: greedy tokens agree until a near tie, and every top-1
+    logprob up to there (the tie included) agrees within 0.1."""
+    from kernels import cpu as kernels_cpu
+
+    if not engine_bf16.model.native_layers:
+        pytest.skip(reason="no native whole-layer path on this build (kernels.cpu unavailable)")
+    prompt = chat(engine_bf16, "Name three rivers of Europe and one fact about each.")
+    kernel = KernelSettings(attention=attention, sparse_budget=64, kv_cache_dtype="fp8_e4m3")
+    run = lambda rid: engine_bf16.generate([req(rid, prompt, temperature=0, max_tokens=12, logprobs=True,
+                                                 kernel=kernel)])[0]
+    calls = []
+    real = kernels_cpu.decode_layer
+    monkeypatch.setattr(kernels_cpu, "decode_layer", lambda *a: calls.append(a) or real(*a))
+    fused = run("fp8-fused")
+    assert calls and all(a[5].is_fp8 for a in calls)
+    monkeypatch.setattr(engine_bf16.model, "native_layers", [])
+    per_op = run("fp8-per-op")
+    n = next((i for i, (a, b) in enumerate(zip(fused.token_ids, per_op.token_ids)) if a != b), len(fused.token_ids))
+    assert n >= 2
+    assert max(abs(a - b) for a, b in zip(fused.logprobs[:n + 1], per_op.logprobs[:n + 1])) < 0.1

@@ -86,13 +86,14 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.tk_linear.argtypes = [P, I, I64, I64, I64, P, I, I64, I64, P, I, I64, P, I, I64, I]
     lib.tk_linear.restype = None
     lib.tk_rms_norm.argtypes, lib.tk_rms_norm.restype = [P, I, I64, I64, P, F, P, I], None
-    lib.tk_rope_write.argtypes = [P, I, I64, I64, I64, I64, P, P, P, P, P, P, P, I64, I64, I]
+    lib.tk_rope_write.argtypes = [P, I, I64, I64, I64, I64, P, P, P, P, P, P, P, I64, I64, I, P, P, P, I]
     lib.tk_rope_write.restype = None
     lib.tk_paged_decode.argtypes = [P, I, I64, I64, I64, I64, P, P, I, I64, P, I64, P, F, P, P, P, I]
     lib.tk_paged_decode.restype = None
     lib.tk_fp8_dequant.argtypes, lib.tk_fp8_dequant.restype = [P, I64, I64, F, P], None
+    lib.tk_fp8_quantize.argtypes, lib.tk_fp8_quantize.restype = [P, I64, I64, F, P], I64
     lib.tk_decode_layer.argtypes = [P, I64, I64, P, P, F, P, P, P, P, I64, I64, I64, I64, P, P, P, P, P, P, I64, I64,
-                                    P, I64, P, F, I64, I64, I64, P, P, I]
+                                    P, I64, P, F, I64, I64, I64, P, I, P, P, P, P, I]
     lib.tk_decode_layer.restype = None
     lib.tk_stream_read.argtypes, lib.tk_stream_read.restype = [P, I64, I], ctypes.c_double
     lib.tk_simd_lanes.argtypes, lib.tk_simd_lanes.restype = [], I
@@ -240,20 +241,45 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
 def rope_write(qkv: torch.Tensor, n_heads: int, cos: torch.Tensor, sin: torch.Tensor, slots: torch.Tensor,
                cache, layer: int) -> torch.Tensor:
     """qkv (T, H + 2*Hkv, D): rotate-half rope on queries and keys with each token's cos/sin
-    rows (T, D), keys and values into `cache` (a PagedKVCache stored in qkv's dtype, not fp8)
-    at `slots` (T,), page key bounds widened. -> roped q (T, H, D)."""
+    rows (T, D), keys and values into `cache` at `slots` (T,), page key bounds widened. The cache
+    is stored in qkv's dtype, or fp8 with the layer's scales fixed (keys and values as they would
+    be in qkv's dtype, quantized exactly as PagedKVCache.write does, saturations counted).
+    -> roped q (T, H, D)."""
     T, W, D = qkv.shape
     Hkv = cache.n_kv_heads
-    if W != n_heads + 2 * Hkv or D != cache.head_dim or cache.k.dtype != qkv.dtype or cos.shape != (T, D):
+    if W != n_heads + 2 * Hkv or D != cache.head_dim or cos.shape != (T, D) or qkv.dtype not in _DTYPE_CODES \
+            or not (cache.k.dtype == qkv.dtype or cache.is_fp8):
         raise ValueError(f"qkv {tuple(qkv.shape)} {qkv.dtype}, cos {tuple(cos.shape)} do not fit {n_heads} heads "
                          f"and {cache!r}")
+    if cache.is_fp8 and not cache.calibrated[layer]:
+        raise ValueError(f"layer {layer}'s fp8 scales are not fixed yet: calibrate the cache first")
     qkv, cos, sin = qkv.contiguous(), cos.to(qkv.dtype).contiguous(), sin.to(qkv.dtype).contiguous()
     slots = slots.to(torch.int64).contiguous()
     q = torch.empty(T, n_heads, D, dtype=qkv.dtype)
     _lib().tk_rope_write(qkv.data_ptr(), _DTYPE_CODES[qkv.dtype], T, n_heads, Hkv, D, cos.data_ptr(), sin.data_ptr(),
                          slots.data_ptr(), q.data_ptr(), cache.k[layer].data_ptr(), cache.v[layer].data_ptr(),
-                         cache.kbounds[layer].data_ptr(), cache.num_pages, cache.page_size, _threads())
+                         cache.kbounds[layer].data_ptr(), cache.num_pages, cache.page_size,
+                         *_fp8_args(cache, layer), _threads())
     return q
+
+
+def _fp8_args(cache, layer: int) -> tuple:
+    """(kv dtype code, k scales, v scales, saturated counters) of one layer for the C calls."""
+    if not cache.is_fp8:
+        return _KV_CODES[cache.k.dtype], None, None, None
+    return (_KV_CODES[cache.k.dtype], cache.k_scale[layer].data_ptr(), cache.v_scale[layer].data_ptr(),
+            cache.saturated[layer].data_ptr())
+
+
+def fp8_quantize(x: torch.Tensor, scale: float) -> tuple[torch.Tensor, int]:
+    """(n, D) float32 -> ((n, D) float8_e4m3fn, saturated count), quantized as the native cache
+    writes do (for tests: it must equal kernels.kv_cache.fp8_quantize)."""
+    x = x.to(torch.float32).contiguous()
+    if x.dim() != 2:
+        raise ValueError(f"x must be (n, D), got {tuple(x.shape)}")
+    out = torch.empty(x.shape, dtype=torch.uint8)
+    saturated = _lib().tk_fp8_quantize(x.data_ptr(), x.shape[0], x.shape[1], scale, out.data_ptr())
+    return out.view(torch.float8_e4m3fn), int(saturated)
 
 
 class DecodeLayout:
@@ -385,7 +411,7 @@ def decode_layer(x: torch.Tensor, w: LayerWeights, cos: torch.Tensor, sin: torch
     """One decoder layer of a bf16 decode step, in place on x (T, dim), in one native call:
     rms_norm, linear (qkv), rope_write, attention (paged_decode; or, for a SparseDecodeLayout,
     select_pages then sparse_decode), linear (wo) + residual, rms_norm, linear (gate/up with silu)
-    and linear (w2) + residual, composed in C.
+    and linear (w2) + residual, composed in C. The cache is bf16, or fp8 with its scales fixed.
     cos/sin (T, D) bf16, slots (T,) int64; scratch from decode_layer_scratch()."""
     T, dim = x.shape
     H, Hkv, D = w.n_heads, w.n_kv_heads, w.head_dim
@@ -396,7 +422,8 @@ def decode_layer(x: torch.Tensor, w: LayerWeights, cos: torch.Tensor, sin: torch
         cache.kbounds[w.layer].data_ptr(), cache.num_pages, cache.page_size, layout.block_table.data_ptr(),
         layout.block_table.shape[1], layout.seq_lens.data_ptr(), 1.0 / D ** 0.5, layout.sparse_K,
         getattr(layout, "sink_pages", 0), getattr(layout, "local_pages", 0),
-        layout.selected.data_ptr() if layout.sparse_K else None, scratch.data_ptr(), _threads())
+        layout.selected.data_ptr() if layout.sparse_K else None, *_fp8_args(cache, w.layer), scratch.data_ptr(),
+        _threads())
 
 
 def decode_layer_scratch(T: int, dim: int, n_heads: int, n_kv_heads: int, head_dim: int, hidden: int) -> torch.Tensor:

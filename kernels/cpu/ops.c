@@ -69,6 +69,52 @@ static void fp8_init(void) {  /* float8_e4m3fn: 1 sign, 4 exponent (bias 7), 3 m
     fp8_ready = 1;
 }
 
+/* float32 -> float8_e4m3fn code, round to nearest even, as torch converts; the caller clamps to
+   +-448 first (as PagedKVCache.write does), NaN stays NaN. */
+static inline uint8_t f32_to_fp8(float y) {
+    uint32_t b;
+    memcpy(&b, &y, 4);
+    uint8_t sign = (uint8_t)((b >> 24) & 0x80u);
+    uint32_t a = b & 0x7fffffffu;
+    if (a > 0x7f800000u) return sign | 0x7f;
+    if (a >= 0x3c800000u) {                  /* >= 2^-6: a normal e4m3 value */
+        a += 0x7ffffu + ((a >> 20) & 1u);    /* the mantissa to 3 bits, ties to even (a carry bumps the exponent) */
+        return sign | (uint8_t)((((a >> 23) - 120u) << 3) | ((a >> 20) & 7u));
+    }
+    return sign | (uint8_t)nearbyintf(fabsf(y) * 512.0f);  /* subnormal: m * 2^-9, m in 0..8 (8: 2^-6) */
+}
+
+/* One row of D keys or values (float32 values of what the bf16 path stores) -> fp8 codes with
+   the head's scale, as PagedKVCache.write quantizes: x / scale clamped to +-448, then e4m3.
+   kmin/kmax (float32 bound rows) are widened by the dequantized codes when given. Returns how
+   many elements saturated (|x| > scale * 448, the cache's `saturated` count). */
+static int64_t quantize_row_fp8(const float *x, int64_t D, float scale, uint8_t *dst, float *kmin, float *kmax) {
+    int64_t saturated = 0;
+    float limit = scale * 448.0f;
+    for (int64_t d = 0; d < D; d++) {
+        saturated += fabsf(x[d]) > limit;
+        float y = x[d] / scale;
+        y = y < -448.0f ? -448.0f : y > 448.0f ? 448.0f : y;
+        uint8_t c = f32_to_fp8(y);
+        dst[d] = c;
+        if (kmin) {
+            float r = fp8_table[c] * scale;
+            if (r < kmin[d]) kmin[d] = r;
+            if (r > kmax[d]) kmax[d] = r;
+        }
+    }
+    return saturated;
+}
+
+/* n rows of D float32 -> fp8 codes with `scale` (quantize_row_fp8, for tests); returns the
+   saturated count. */
+int64_t tk_fp8_quantize(const float *x, int64_t n, int64_t D, float scale, uint8_t *dst) {
+    fp8_init();
+    int64_t saturated = 0;
+    for (int64_t r = 0; r < n; r++) saturated += quantize_row_fp8(x + r * D, D, scale, dst + r * D, NULL, NULL);
+    return saturated;
+}
+
 static inline float load_elem(const void *p, int dtype, int64_t i) {
     if (dtype == BF16) return bf16_to_f32(((const uint16_t *)p)[i]);
     if (dtype == FP8) return fp8_table[((const uint8_t *)p)[i]];
@@ -757,10 +803,11 @@ static void rope_head_bf16(const uint16_t *x, const uint16_t *c, const uint16_t 
 void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv, int64_t D,
                    const void *cos_t, const void *sin_t, const int64_t *slots,
                    void *q, void *k_cache, void *v_cache, void *kbounds, int64_t num_pages, int64_t page_size,
-                   int nthreads) {
+                   int kv_dtype, const float *k_scale, const float *v_scale, int64_t *saturated, int nthreads) {
     int64_t W = (H + 2 * Hkv) * D, half = D / 2;
+    fp8_init();
 #if defined(ROPE_LANES)
-    if (dtype == BF16 && half % ROPE_LANES == 0) {
+    if (dtype == BF16 && half % ROPE_LANES == 0 && (kv_dtype != FP8 || D <= 256)) {
         /* One task per head over all tokens: a KV head's task owns its cache rows and bounds,
            so tasks never write the same memory, and tokens keep their order within a task. */
         const uint16_t *x = (const uint16_t *)qkv, *c = (const uint16_t *)cos_t, *s = (const uint16_t *)sin_t;
@@ -769,6 +816,18 @@ void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv
             for (int64_t t = 0; t < T; t++) {
                 if (h < H) {
                     rope_head_bf16(x + t * W + h * D, c + t * D, s + t * D, D, (uint16_t *)q + (t * H + h) * D, NULL);
+                } else if (kv_dtype == FP8 && D <= 256) {  /* the bf16 key and value, then quantized */
+                    int64_t kh = h - H, slot = slots[t], page = slot / page_size;
+                    uint16_t kb[256];
+                    float kf[256], vf[256];
+                    rope_head_bf16(x + t * W + h * D, c + t * D, s + t * D, D, kb, NULL);
+                    to_f32(kb, BF16, D, kf);
+                    to_f32(x + t * W + (H + Hkv + kh) * D, BF16, D, vf);
+                    float *row = (float *)kbounds + ((kh * num_pages + page) * 2) * D;
+                    saturated[kh] += quantize_row_fp8(kf, D, k_scale[kh], (uint8_t *)k_cache + (slot * Hkv + kh) * D,
+                                                      row, row + D)
+                                     + quantize_row_fp8(vf, D, v_scale[kh], (uint8_t *)v_cache + (slot * Hkv + kh) * D,
+                                                        NULL, NULL);
                 } else {
                     int64_t kh = h - H, slot = slots[t], page = slot / page_size;
                     rope_head_bf16(x + t * W + h * D, c + t * D, s + t * D, D,
@@ -797,6 +856,9 @@ void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv
                 }
                 if (h < H) {
                     store_elem(q, dtype, (t * H + h) * D + d, v);
+                } else if (kv_dtype == FP8) {  /* the key as the qkv dtype holds it, quantized below */
+                    float *kf = thread_buffer(D);
+                    kf[d] = dtype == BF16 ? bf16_to_f32(f32_to_bf16(v)) : v;
                 } else {
                     int64_t kh = h - H;
                     store_elem(k_cache, dtype, (slot * Hkv + kh) * D + d, v);
@@ -806,11 +868,25 @@ void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv
                     if (stored > load_elem(kbounds, dtype, row + D + d)) store_elem(kbounds, dtype, row + D + d, stored);
                 }
             }
+            if (h >= H && kv_dtype == FP8) {
+                int64_t kh = h - H;
+                float *row = (float *)kbounds + ((kh * num_pages + page) * 2) * D;
+                saturated[kh] += quantize_row_fp8(thread_buffer(D), D, k_scale[kh],
+                                                  (uint8_t *)k_cache + (slot * Hkv + kh) * D, row, row + D);
+            }
         }
-        for (int64_t h = 0; h < Hkv; h++)
+        for (int64_t h = 0; h < Hkv; h++) {
+            if (kv_dtype == FP8) {
+                float *vf = thread_buffer(D);
+                to_f32((const char *)qkv + (t * W + (H + Hkv + h) * D) * (dtype == BF16 ? 2 : 4), dtype, D, vf);
+                saturated[h] += quantize_row_fp8(vf, D, v_scale[h], (uint8_t *)v_cache + (slot * Hkv + h) * D,
+                                                 NULL, NULL);
+                continue;
+            }
             for (int64_t d = 0; d < D; d++)
                 store_elem(v_cache, dtype, (slot * Hkv + h) * D + d,
                            load_elem(qkv, dtype, t * W + (H + Hkv + h) * D + d));
+        }
     }
 }
 
@@ -1483,31 +1559,36 @@ void tk_index_pages(const void *q, int q_dtype, int64_t N, int64_t H, int64_t Hk
  * attention: paged_decode (dense); or, with sparse_K > 0, the Quest indexer (index_pages: K
  * pages per query and KV head, sink / local forced, into `selected`, (T, Hkv, K) int32) then
  * sparse_decode over those pages. Exactly the composition of the routines above, so it computes
- * the same numbers as calling them one by one. scratch: bf16, T * (2*dim + (H + 2*Hkv)*D + 2*H*D
- * + hidden) elements. */
+ * the same numbers as calling them one by one. The cache is bf16 (bf16 page bounds) or fp8
+ * (kv_dtype FP8: keys and values quantized with the per-head scales as PagedKVCache.write does,
+ * float32 page bounds of the dequantized keys, saturations counted per head into `saturated`).
+ * scratch: bf16, T * (2*dim + (H + 2*Hkv)*D + 2*H*D + hidden) elements. */
 void tk_decode_layer(uint16_t *x, int64_t T, int64_t dim, const uint16_t *attn_norm_w, const uint16_t *ffn_norm_w,
                      float eps, const uint16_t *wqkv, const uint16_t *wo, const uint16_t *w13, const uint16_t *w2,
                      int64_t hidden, int64_t H, int64_t Hkv, int64_t D, const uint16_t *cos_t, const uint16_t *sin_t,
-                     const int64_t *slots, uint16_t *k_cache, uint16_t *v_cache, uint16_t *kbounds, int64_t num_pages,
+                     const int64_t *slots, void *k_cache, void *v_cache, void *kbounds, int64_t num_pages,
                      int64_t page_size, const int32_t *block_table, int64_t bt_stride, const int32_t *seq_lens,
                      float scale, int64_t sparse_K, int64_t sink, int64_t local, int32_t *selected,
+                     int kv_dtype, const float *k_scale, const float *v_scale, int64_t *saturated,
                      uint16_t *scratch, int nthreads) {
     int64_t W = (H + 2 * Hkv) * D;
     uint16_t *xn = scratch, *qkv = xn + T * dim, *q = qkv + T * W, *att = q + T * H * D, *h = att + T * H * D;
     uint16_t *g = h + T * dim;
+    int fp8 = kv_dtype == FP8;  /* (a bf16 cache otherwise; fp8 keeps float32 page bounds) */
     tk_rms_norm(x, BF16, T, dim, attn_norm_w, eps, xn, nthreads);
     tk_linear(xn, BF16, T, dim, dim, wqkv, BF16, W, 0, qkv, BF16, W, NULL, BF16, 0, nthreads);
     tk_rope_write(qkv, BF16, T, H, Hkv, D, cos_t, sin_t, slots, q, k_cache, v_cache, kbounds, num_pages, page_size,
-                  nthreads);
+                  kv_dtype, k_scale, v_scale, saturated, nthreads);
     if (sparse_K > 0) {
         int32_t duplicates = 0;  /* (the indexer never selects a page twice) */
-        tk_index_pages(q, BF16, T, H, Hkv, D, kbounds, BF16, num_pages, block_table, bt_stride, bt_stride, seq_lens,
-                       page_size, sink, local, sparse_K, selected, nthreads);
-        tk_sparse_decode(q, BF16, T, H, Hkv, D, k_cache, v_cache, BF16, page_size, num_pages, block_table, bt_stride,
-                         seq_lens, selected, sparse_K, scale, NULL, NULL, att, &duplicates, nthreads);
+        tk_index_pages(q, BF16, T, H, Hkv, D, kbounds, fp8 ? F32 : BF16, num_pages, block_table, bt_stride, bt_stride,
+                       seq_lens, page_size, sink, local, sparse_K, selected, nthreads);
+        tk_sparse_decode(q, BF16, T, H, Hkv, D, k_cache, v_cache, kv_dtype, page_size, num_pages, block_table,
+                         bt_stride, seq_lens, selected, sparse_K, scale, fp8 ? k_scale : NULL, fp8 ? v_scale : NULL,
+                         att, &duplicates, nthreads);
     } else {
-        tk_paged_decode(q, BF16, T, H, Hkv, D, k_cache, v_cache, BF16, page_size, block_table, bt_stride, seq_lens,
-                        scale, NULL, NULL, att, nthreads);
+        tk_paged_decode(q, BF16, T, H, Hkv, D, k_cache, v_cache, kv_dtype, page_size, block_table, bt_stride, seq_lens,
+                        scale, fp8 ? k_scale : NULL, fp8 ? v_scale : NULL, att, nthreads);
     }
     tk_linear(att, BF16, T, H * D, H * D, wo, BF16, dim, 0, h, BF16, dim, x, BF16, dim, nthreads);
     tk_rms_norm(h, BF16, T, dim, ffn_norm_w, eps, xn, nthreads);

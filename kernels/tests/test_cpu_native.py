@@ -112,6 +112,7 @@ def _cache(dtype, *, pages=64, page_size=16, hkv=3, d=64, kv="auto"):
                         dtype=dtype, kv_cache_dtype=kv)
 
 
+@pytest.mark.parametrize("kv", ["auto", "fp8_e4m3"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
 @pytest.mark.parametrize("H,Hkv,D,slots", [
     (9, 3, 64, [3, 17, 18, 40, 63]),
@@ -119,7 +120,10 @@ def _cache(dtype, *, pages=64, page_size=16, hkv=3, d=64, kv="auto"):
     (4, 4, 32, [5, 6, 900]),
     (6, 2, 40, [1, 2, 33]),  # D/2 not a multiple of 16: the scalar loop
 ], ids=["gqa-d64-5tok", "gqa-d64-44tok", "mha-d32", "gqa-d40"])
-def test_rope_write_matches_torch_rope_and_cache_write(dtype, H, Hkv, D, slots):
+def test_rope_write_matches_torch_rope_and_cache_write(dtype, H, Hkv, D, slots, kv):
+    """Bit-equal to torch's rope and PagedKVCache.write: bf16 / float32 caches, and fp8 ones
+    (codes, float32 bounds of the dequantized keys, saturation counts; scales that make some
+    elements saturate)."""
     from inference.model import apply_rope
 
     g = torch.Generator().manual_seed(3)
@@ -131,14 +135,50 @@ def test_rope_write_matches_torch_rope_and_cache_write(dtype, H, Hkv, D, slots):
     angles = torch.rand(T, D, generator=g) * 6
     cos, sin = angles.cos().to(dtype), angles.sin().to(dtype)
     slots = torch.tensor(slots)
-    native, ref = _cache(dtype, hkv=Hkv, d=D), _cache(dtype, hkv=Hkv, d=D)
+    native, ref = _cache(dtype, hkv=Hkv, d=D, kv=kv), _cache(dtype, hkv=Hkv, d=D, kv=kv)
+    if kv == "fp8_e4m3":
+        with pytest.raises(ValueError, match="calibrate"):
+            cpu.rope_write(qkv, H, cos, sin, slots, native, 1)
+        k_scale, v_scale = torch.rand(Hkv, generator=g) * 0.02 + 0.005, torch.rand(Hkv, generator=g) * 0.02 + 0.005
+        for c in (native, ref):
+            c.set_scales(1, k_scale, v_scale)
     q = cpu.rope_write(qkv, H, cos, sin, slots, native, 1)
     qk = apply_rope(qkv[:, : H + Hkv], cos[:, None], sin[:, None])
     ref.write(1, slots, qk[:, H:], qkv[:, H + Hkv:])
     bits = {torch.bfloat16: torch.int16, torch.float32: torch.int32}[dtype]  # bit-equal, signed zeros included
     assert torch.equal(q.view(bits), qk[:, :H].contiguous().view(bits))
-    assert torch.equal(native.k.view(bits), ref.k.view(bits)) and torch.equal(native.v.view(bits), ref.v.view(bits))
+    if kv == "fp8_e4m3":
+        assert torch.equal(native.k.view(torch.uint8), ref.k.view(torch.uint8))
+        assert torch.equal(native.v.view(torch.uint8), ref.v.view(torch.uint8))
+        assert torch.equal(native.saturated, ref.saturated) and int(ref.saturated.sum()) > 0
+        assert native.kbounds.dtype == torch.float32
+    else:
+        assert torch.equal(native.k.view(bits), ref.k.view(bits)) and torch.equal(native.v.view(bits), ref.v.view(bits))
     assert torch.equal(native.kbounds, ref.kbounds)
+
+
+def test_fp8_quantization_is_torchs_bit_for_bit():
+    # every e4m3 value, the midpoints between neighbours (ties to even) and one float32 step
+    # either side of both, subnormals, the saturation edge, +-0, inf, NaN, and random magnitudes
+    from kernels.kv_cache import fp8_quantize
+
+    g = torch.Generator().manual_seed(6)
+    vals = torch.arange(256, dtype=torch.uint8).view(torch.float8_e4m3fn).float()
+    vals = vals[~vals.isnan()].unique()
+    mids = (vals[1:] + vals[:-1]) / 2
+    inf = torch.tensor(float("inf"))
+    near = [x for v in (vals, mids, -mids) for x in (v, torch.nextafter(v, inf), torch.nextafter(v, -inf))]
+    special = torch.tensor([0.0, -0.0, 448.0, 449.0, 464.0, 465.0, 1e9, -1e9, float("inf"), -float("inf"),
+                            2.0 ** -6, 2.0 ** -9, 2.0 ** -10, 1e-40, -1e-40])
+    x = torch.cat(near + [special, torch.randn(40000, generator=g) * torch.exp(torch.randn(40000, generator=g) * 4)])
+    x = x[: x.numel() // 64 * 64].view(-1, 64)
+    for scale in (1.0, 0.37, 2.0 ** -5, 123.0):
+        codes, saturated = cpu.fp8_quantize(x, scale)
+        ref = fp8_quantize(x.view(-1, 1, 64), torch.tensor([scale])).view(-1, 64)
+        assert torch.equal(codes.view(torch.uint8), ref.view(torch.uint8))
+        assert saturated == int((x.abs() > torch.tensor(scale) * 448).sum()) > 0
+    nan_codes, _ = cpu.fp8_quantize(torch.full((1, 8), float("nan")), 1.0)
+    assert nan_codes.float().isnan().all()
 
 
 def _filled_cache(dtype, lens, *, page_size, hkv, d, kv="auto", seed=0, poison=False):
@@ -344,6 +384,10 @@ def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
     assert (out.float() - ref).abs().max() <= 2 * (torch_bf16 - ref).abs().max() + 1e-6
     assert (out.float() - fast[4].float()).abs().max() <= 2 * (torch_bf16 - ref).abs().max() + 1e-6
     _assert_fp8_dequant_exact(cpu.fp8_dequant)  # (the variant's row loads: vector or table)
+    from kernels.kv_cache import fp8_quantize
+    xq = torch.randn(32, 64, generator=g) * torch.exp(torch.randn(32, 64, generator=g) * 3)
+    codes, _ = cpu.fp8_quantize(xq, 0.05)  # (the variant's cache writes)
+    assert torch.equal(codes.view(torch.uint8), fp8_quantize(xq.view(32, 1, 64), torch.tensor([0.05])).view(32, 64).view(torch.uint8))
     for page_size in (8, 16):  # fp8 pages through the 64-dim kernel (or the generic rows of plain C)
         cache8, table8, lens8 = _filled_cache(torch.bfloat16, lens, page_size=page_size, hkv=3, d=64, kv="fp8_e4m3")
         out8 = cpu.paged_decode(q, cache8, 0, table8, lens8, scale=0.125)
