@@ -1028,7 +1028,7 @@ static inline __m512 join8x2(__m256 lo, __m256 hi) {  /* lanes 0..7 from lo, 8..
 #endif
 
 static inline void load_row(const void *cache, int dtype, int64_t offset, int64_t D, float scale, float *dst) {
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(TK_AVX2)
     if (dtype == FP8 && (D & 7) == 0) {
         const uint8_t *src = (const uint8_t *)cache + offset;
         __m256 vs = _mm256_set1_ps(scale);
@@ -1037,6 +1037,8 @@ static inline void load_row(const void *cache, int dtype, int64_t offset, int64_
                 _mm_loadl_epi64((const __m128i *)(src + d)))), vs));
         return;
     }
+#endif
+#if defined(__AVX512F__)
     if (dtype == BF16 && (D & 15) == 0) {
         const uint16_t *src = (const uint16_t *)cache + offset;
         for (int64_t d = 0; d < D; d += 16)
@@ -1045,14 +1047,6 @@ static inline void load_row(const void *cache, int dtype, int64_t offset, int64_
         return;
     }
 #elif defined(TK_AVX2)
-    if (dtype == FP8 && (D & 7) == 0) {
-        const uint8_t *src = (const uint8_t *)cache + offset;
-        __m256 vs = _mm256_set1_ps(scale);
-        for (int64_t d = 0; d < D; d += 8)
-            _mm256_storeu_ps(dst + d, _mm256_mul_ps(fp8x8_to_f32(_mm256_cvtepu8_epi32(
-                _mm_loadl_epi64((const __m128i *)(src + d)))), vs));
-        return;
-    }
     if (dtype == BF16 && (D & 7) == 0) {
         const uint16_t *src = (const uint16_t *)cache + offset;
         for (int64_t d = 0; d < D; d += 8)

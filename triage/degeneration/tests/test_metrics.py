@@ -184,16 +184,23 @@ def test_longest_run_finds_back_to_back_copies_anywhere(monkeypatch):
     # the one-pass 2-D version (typical responses) equals the per-period loop (long ones)
     rng = random.Random(0)
     for _ in range(200):
-        n = rng.randint(1, 300)
-        seq = np.array([rng.randint(0, rng.randint(1, 5)) for _ in range(n)], dtype=np.uint64)
-        if rng.random() < 0.4:
-            unit = seq[:rng.randint(1, 8)]
-            seq = np.concatenate((seq[:rng.randint(0, n)], np.tile(unit, rng.randint(2, 30)), seq[:rng.randint(0, 9)]))
+        seq = _random_run_sequence(rng, max_n=300, symbols=5, loop_chance=0.4, max_unit=8, max_copies=30, max_tail=9)
         for min_copies in (2, 3, 8):
             two_d = M.longest_run(seq, min_copies=min_copies)
             monkeypatch.setattr(M, "_RUN_2D_MAX_TOKENS", -1)
             assert M.longest_run(seq, min_copies=min_copies) == two_d
             monkeypatch.undo()
+
+
+def _random_run_sequence(rng, *, max_n, symbols, loop_chance, max_unit, max_copies, max_tail):
+    """Random ids from a few symbols (chance repeats everywhere), often with a loop spliced in."""
+    n = rng.randint(1, max_n)
+    seq = np.array([rng.randint(0, rng.randint(1, symbols)) for _ in range(n)], dtype=np.uint64)
+    if rng.random() < loop_chance:
+        unit = seq[:rng.randint(1, max_unit)]
+        seq = np.concatenate((seq[:rng.randint(0, n)], np.tile(unit, rng.randint(2, max_copies)),
+                              seq[:rng.randint(0, max_tail)]))
+    return seq
 
 
 def _longest_run_brute(seq, min_copies, words):
@@ -225,11 +232,7 @@ def test_longest_run_sampled_first_look_finds_what_every_comparison_finds(monkey
 
     rng = random.Random(1)
     for trial in range(150):
-        n = rng.randint(1, 700)
-        seq = np.array([rng.randint(0, rng.randint(1, 6)) for _ in range(n)], dtype=np.uint64)
-        if rng.random() < 0.7:
-            unit = seq[:rng.randint(1, 14)]
-            seq = np.concatenate((seq[:rng.randint(0, n)], np.tile(unit, rng.randint(2, 40)), seq[:rng.randint(0, 20)]))
+        seq = _random_run_sequence(rng, max_n=700, symbols=6, loop_chance=0.7, max_unit=14, max_copies=40, max_tail=20)
         words = np.array([rng.random() < 0.6 for _ in range(seq.size)])
         for min_copies in (2, 3, 8):
             for w in (None, words):
