@@ -415,6 +415,8 @@ def decode_layer(x: torch.Tensor, w: LayerWeights, cos: torch.Tensor, sin: torch
     cos/sin (T, D) bf16, slots (T,) int64; scratch from decode_layer_scratch()."""
     T, dim = x.shape
     H, Hkv, D = w.n_heads, w.n_kv_heads, w.head_dim
+    if cache.is_fp8 and not cache.calibrated[w.layer]:
+        raise ValueError(f"layer {w.layer}'s fp8 scales are not fixed yet: calibrate the cache first")
     _lib().tk_decode_layer(
         x.data_ptr(), T, dim, w.attention_norm.data_ptr(), w.ffn_norm.data_ptr(), w.eps, w.wqkv.packed.data_ptr(),
         w.wo.packed.data_ptr(), w.w13.packed.data_ptr(), w.w2.packed.data_ptr(), w.hidden, H, Hkv, D,

@@ -221,7 +221,7 @@ def test_paged_decode_matches_dense_reference(kv, dtype, heads, hkv, d, page_siz
 def _fp8_dequant_cases():
     g = torch.Generator().manual_seed(4)
     every = torch.arange(256, dtype=torch.uint8).repeat(2, 1).view(8, 64)  # every code, rows of 64
-    tail = torch.randint(0, 256, (6, 44), generator=g, dtype=torch.uint8)  # 44: the 8-lane part and a scalar tail
+    tail = torch.randint(0, 256, (6, 44), generator=g, dtype=torch.uint8)  # 44: not a multiple of 8, the table
     return [(codes, scale) for codes in (every, tail) for scale in (1.0, 0.0371, 3.5e-3, 7.0e5)]
 
 
@@ -570,3 +570,66 @@ def test_sparse_decode_rejects_pages_past_the_table_and_serves_other_dtypes():
     half = cpu.sparse_decode(q.half(), cache, 0, table, seq_lens, sel)  # float16: the reference
     assert half.dtype == torch.float16
     assert torch.equal(half, sparse_decode(q.half(), cache, 0, table, seq_lens, sel))
+
+
+@pytest.mark.parametrize("attention", ["dense", "sparse"])
+@pytest.mark.parametrize("kv", ["auto", "fp8_e4m3"])
+def test_decode_layer_is_the_composition_of_the_native_ops(kv, attention):
+    """decode_layer = rms_norm, linear, rope_write, paged_decode (or select_pages + sparse_decode),
+    linear + residual, rms_norm, linear (silu), linear + residual, bit for bit, on bf16 and fp8
+    caches: the output and the cache it leaves (codes or bf16 values, page bounds, fp8 saturation
+    counts; scales small enough that some values saturate)."""
+    g = torch.Generator().manual_seed(21)
+    H, Hkv, D, dim, hidden, page_size = 9, 3, 64, 96, 160, 16
+    bf = lambda *shape, s=1.0: (torch.randn(*shape, generator=g) * s).to(torch.bfloat16)
+    w = cpu.LayerWeights(wqkv=bf((H + 2 * Hkv) * D, dim, s=0.3), wo=bf(dim, H * D, s=0.1), w13=bf(2 * hidden, dim, s=0.2),
+                         w2=bf(dim, hidden, s=0.1), attention_norm=bf(dim), ffn_norm=bf(dim), eps=1e-5,
+                         n_heads=H, n_kv_heads=Hkv, head_dim=D, layer=1)
+    lens = [70, 33, 128]  # positions after this step's token
+    caches, tables = [], None
+    for _ in range(2):  # two equal caches: layer 1 holds every earlier position of each sequence
+        cache, tables, seq_lens = _filled_cache(torch.bfloat16, lens, page_size=page_size, hkv=Hkv, d=D, kv=kv)
+        if kv == "fp8_e4m3":
+            cache.set_scales(1, torch.full((Hkv,), 0.004), torch.full((Hkv,), 0.003))
+        fill = torch.Generator().manual_seed(22)
+        for i, n in enumerate(lens):
+            before = torch.tensor([int(tables[i, t // page_size]) * page_size + t % page_size for t in range(n - 1)])
+            cache.write(1, before, (torch.randn(n - 1, Hkv, D, generator=fill) * 0.5).to(torch.bfloat16),
+                        (torch.randn(n - 1, Hkv, D, generator=fill) * 0.5).to(torch.bfloat16))
+        caches.append(cache)
+    slots = torch.tensor([int(tables[i, (n - 1) // page_size]) * page_size + (n - 1) % page_size
+                          for i, n in enumerate(lens)])
+    x = bf(len(lens), dim)
+    angles = torch.rand(len(lens), D, generator=g) * 6
+    cos, sin = angles.cos().to(torch.bfloat16), angles.sin().to(torch.bfloat16)
+    sparse = dict(budget=32, sink_pages=1, local_pages=1)
+    layout = (cpu.SparseDecodeLayout(caches[0], tables, seq_lens, **sparse) if attention == "sparse"
+              else cpu.DecodeLayout(caches[0], tables, seq_lens))
+    fused = x.clone()
+    scratch = cpu.decode_layer_scratch(len(lens), dim, H, Hkv, D, hidden)
+    if kv == "fp8_e4m3":  # an fp8 layer whose scales are not fixed yet is refused, not quantized with 1.0
+        fresh = _cache(torch.bfloat16, kv=kv)
+        with pytest.raises(ValueError, match="calibrate"):
+            cpu.decode_layer(x.clone(), w, cos, sin, slots, fresh, cpu.DecodeLayout(fresh, tables, seq_lens), scratch)
+    cpu.decode_layer(fused, w, cos, sin, slots, caches[0], layout, scratch)
+
+    c = caches[1]
+    qkv = cpu.linear(cpu.rms_norm(x, w.attention_norm, w.eps), w.wqkv)
+    q = cpu.rope_write(qkv.view(len(lens), H + 2 * Hkv, D), H, cos, sin, slots, c, 1)
+    if attention == "sparse":
+        selected = cpu.select_pages(q, c, 1, tables, seq_lens, **sparse)
+        att = cpu.sparse_decode(q, c, 1, tables, seq_lens, selected, scale=1 / D ** 0.5)
+        assert torch.equal(selected, layout.selected)
+    else:
+        att = cpu.paged_decode(q, c, 1, tables, seq_lens, scale=1 / D ** 0.5)
+    h = cpu.linear(att.reshape(len(lens), H * D), w.wo, residual=x)
+    composed = cpu.linear(cpu.linear(cpu.rms_norm(h, w.ffn_norm, w.eps), w.w13), w.w2, residual=h)
+
+    assert torch.isfinite(fused.float()).all()
+    assert torch.equal(fused.view(torch.int16), composed.view(torch.int16))
+    for name in ("k", "v"):
+        a, b = getattr(caches[0], name), getattr(c, name)
+        assert torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+    assert torch.equal(caches[0].kbounds, c.kbounds)
+    if kv == "fp8_e4m3":
+        assert torch.equal(caches[0].saturated, c.saturated) and int(c.saturated.sum()) > 0

@@ -792,8 +792,9 @@ def _message_role(msg) -> str:
 # ----------------------------------------------------------------------------------------------
 
 def clean_logprobs(values) -> np.ndarray:
-    """Finite logprobs as float64 (None / NaN / non-numbers dropped, +values clipped to 0)."""
-    if isinstance(values, np.ndarray) and values.dtype.kind == "f" or (
+    """Finite logprobs as float64 (None / NaN / non-numbers dropped, +values clipped to 0, -inf
+    as -1e4). A numeric numpy array counts as numbers (flattened), whatever its dtype."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "fiu" or (
             isinstance(values, (list, tuple)) and set(map(type, values)) <= {float, int}):
         try:  # (the usual case, all numbers: at numpy speed)
             a = np.asarray(values, dtype=np.float64).ravel()
@@ -801,7 +802,7 @@ def clean_logprobs(values) -> np.ndarray:
             pass
         else:
             a = a[~np.isnan(a) & (a != np.inf)]
-            return np.minimum(np.where(a == -np.inf, -1e4, a), 0.0)
+            return np.where(a > 0, 0.0, np.where(a == -np.inf, -1e4, a))  # (-0.0 stays -0.0, as min() keeps it)
     out = []
     for v in values:
         if isinstance(v, bool):

@@ -160,6 +160,8 @@ def test_clean_logprobs():
         -0.5, 0.0, -1e4, -3.0, -2e4]
     assert M.clean_logprobs((-1, 0)).tolist() == [-1.0, 0.0]
     assert M.clean_logprobs(np.array([-0.25, np.nan, 1.0], dtype=np.float32)).tolist() == [-0.25, 0.0]
+    assert M.clean_logprobs(np.array([[-2, 0]])).tolist() == [-2.0, 0.0]  # any numeric array, flattened
+    assert np.signbit(M.clean_logprobs([-0.0, -1.0])[0])  # -0.0 kept, as the per-item path keeps it
 
 
 def test_token_arrays_ascii_and_unicode_paths_agree():
