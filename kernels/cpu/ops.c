@@ -839,6 +839,7 @@ void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv
         return;
     }
 #endif
+    float *row_f = kv_dtype == FP8 ? thread_buffer(D) : NULL;  /* an fp8 key / value row before quantizing */
     for (int64_t t = 0; t < T; t++) {
         int64_t slot = slots[t], page = slot / page_size;
         for (int64_t h = 0; h < H + Hkv; h++) {
@@ -857,8 +858,7 @@ void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv
                 if (h < H) {
                     store_elem(q, dtype, (t * H + h) * D + d, v);
                 } else if (kv_dtype == FP8) {  /* the key as the qkv dtype holds it, quantized below */
-                    float *kf = thread_buffer(D);
-                    kf[d] = dtype == BF16 ? bf16_to_f32(f32_to_bf16(v)) : v;
+                    row_f[d] = dtype == BF16 ? bf16_to_f32(f32_to_bf16(v)) : v;
                 } else {
                     int64_t kh = h - H;
                     store_elem(k_cache, dtype, (slot * Hkv + kh) * D + d, v);
@@ -871,15 +871,14 @@ void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv
             if (h >= H && kv_dtype == FP8) {
                 int64_t kh = h - H;
                 float *row = (float *)kbounds + ((kh * num_pages + page) * 2) * D;
-                saturated[kh] += quantize_row_fp8(thread_buffer(D), D, k_scale[kh],
+                saturated[kh] += quantize_row_fp8(row_f, D, k_scale[kh],
                                                   (uint8_t *)k_cache + (slot * Hkv + kh) * D, row, row + D);
             }
         }
         for (int64_t h = 0; h < Hkv; h++) {
             if (kv_dtype == FP8) {
-                float *vf = thread_buffer(D);
-                to_f32((const char *)qkv + (t * W + (H + Hkv + h) * D) * (dtype == BF16 ? 2 : 4), dtype, D, vf);
-                saturated[h] += quantize_row_fp8(vf, D, v_scale[h], (uint8_t *)v_cache + (slot * Hkv + h) * D,
+                to_f32((const char *)qkv + (t * W + (H + Hkv + h) * D) * (dtype == BF16 ? 2 : 4), dtype, D, row_f);
+                saturated[h] += quantize_row_fp8(row_f, D, v_scale[h], (uint8_t *)v_cache + (slot * Hkv + h) * D,
                                                  NULL, NULL);
                 continue;
             }

@@ -5,9 +5,7 @@ floor; an fp8 KV cache gives a small mean KL. The measured numbers are printed (
 The KL checks run on the issue's 3,000-token conversation (about two minutes on this CPU);
 KERNELS_E2E_SHORT=1 runs them on 800 tokens for a quick local iteration."""
 
-import inspect
 import os
-import textwrap
 
 import pytest
 
@@ -33,16 +31,11 @@ CONVERSATION_TOKENS, PROMPT_TOKENS = (800, 600) if SHORT else (3000, 2600)
 
 @pytest.fixture(scope="module")
 def conversation(engine):
-    """A deterministic chat cut to CONVERSATION_TOKENS: prompt, then the continuation scored."""
-    source = inspect.getsource(textwrap) + inspect.getsource(inspect)
-    messages = [
-        {"role": "user", "content": "Explain what this Python module does, section by section:\n" + source[:9000]},
-        {"role": "assistant", "content": source[9000:30000]},
-    ]
-    ids = engine.apply_chat_template(messages, add_generation_prompt=False)
-    assert len(ids) >= CONVERSATION_TOKENS
-    ids = ids[:CONVERSATION_TOKENS]
-    return ids[:PROMPT_TOKENS], ids[PROMPT_TOKENS:]
+    """A deterministic chat cut to CONVERSATION_TOKENS: prompt, then the continuation scored
+    (kernels.kv_formats builds the same one)."""
+    from kernels import kv_formats
+
+    return kv_formats.conversation(engine, CONVERSATION_TOKENS, CONVERSATION_TOKENS - PROMPT_TOKENS)
 
 
 def test_greedy_sparse_with_budget_covering_context_is_token_identical_to_dense(engine):
@@ -91,7 +84,7 @@ def test_fp8_kl_is_the_e4m3_format_itself(engine, conversation):
     (a Hadamard rotation of the keys before e4m3 lowers it)."""
     from kernels import kv_formats as F
 
-    ids = conversation[0][:700]
+    ids = (conversation[0] + conversation[1])[:700]  # (KERNELS_E2E_SHORT's prompt is 600 tokens)
     prompt, cont = ids[:600], ids[600:]
     wanted = ("e4m3 K+V, " + F.ENGINE_SCALES, "int8 block-32 K+V (q8_0 layout)", "e4m3 K+V", "e4m3 K only",
               "e5m2 K+V", "e4m3 K+V, Hadamard-rotated K")
