@@ -8,7 +8,10 @@ every cached position; `sparse` runs the indexer (page scores + top-k) and atten
 selected pages; `indexer` is the indexer alone, i.e. its share of the sparse step. The torch
 implementations are timed everywhere; the Triton ones too on a GPU, where --cuda-graphs
 captures each Triton step in a CUDA graph first
-(the indexer and decode kernel have static shapes and never sync with the host). Median wall time over --repeats runs after warm-up.
+(the indexer and decode kernel have static shapes and never sync with the host). On the CPU,
+`indexer_exact_ms` times the same selection without the cache's page-bound sketches (every
+page scored from its bounds row; kernels/cpu/ops.c, "page-bound sketches"). Median wall time
+over --repeats runs after warm-up.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Callable
 
 import torch
 
+from kernels import cpu as kernels_cpu
 from kernels.kv_cache import PagedKVCache
 from kernels.selector import select_attention
 from kernels.settings import KernelSettings
@@ -88,7 +92,8 @@ def run(args: argparse.Namespace) -> list[dict]:
     if not args.json:
         from tqdm import tqdm
 
-        progress = tqdm(total=len(contexts) * (1 + 2 * len(impls)), desc="bench", unit="timing", file=sys.stderr)
+        exact = device.type == "cpu" and kernels_cpu.available()  # (a sketched cache: also time it without)
+        progress = tqdm(total=len(contexts) * (1 + 2 * len(impls) + exact), desc="bench", unit="timing", file=sys.stderr)
     warm_up(args, contexts=contexts, impls=impls, dtype=dtype, device=device)
     for context in contexts:
         cache, block_table, seq_lens, q = build_cache(
@@ -117,6 +122,13 @@ def run(args: argparse.Namespace) -> list[dict]:
                 progress.update()
             row[f"ratio_dense_over_sparse{suffix}"] = row["dense_ms"] / row[f"sparse_ms{suffix}"]
             row[f"indexer_share{suffix}"] = row[f"indexer_ms{suffix}"] / row[f"sparse_ms{suffix}"]
+            if impl == "torch" and cache.ksketch is not None:
+                # The same selection without the page-bound sketches: every page scored exactly.
+                sketches, cache.ksketch = cache.ksketch, None
+                row["indexer_exact_ms"] = time_ms(lambda: sparse.select(*step_args), **timing)
+                cache.ksketch = sketches
+                if progress:
+                    progress.update()
         results.append(row)
         del cache, step_args
     if progress:
@@ -168,6 +180,8 @@ def print_table(results: list[dict], args: argparse.Namespace) -> None:
     header = f"{'context':>8} {'dense ms':>9}"
     for impl in impls:
         header += f" | {impl + ' sparse ms':>16} {'indexer ms':>10} {'idx share':>9} {'dense/sparse':>12}"
+        if impl == "torch" and any("indexer_exact_ms" in r for r in results):
+            header += f" {'exact idx ms':>12}"
     print(header)
     for r in results:
         line = f"{r['context']:>8} {r['dense_ms']:>9.2f}"
@@ -175,6 +189,8 @@ def print_table(results: list[dict], args: argparse.Namespace) -> None:
             s = "" if impl == "torch" else f"_{impl}"
             line += (f" | {r['sparse_ms' + s]:>16.2f} {r['indexer_ms' + s]:>10.2f} "
                      f"{r['indexer_share' + s]:>8.0%} {r['ratio_dense_over_sparse' + s]:>11.2f}x")
+            if impl == "torch" and "indexer_exact_ms" in r:
+                line += f" {r['indexer_exact_ms']:>12.2f}"
         print(line)
 
 

@@ -17,6 +17,16 @@ The bounds are kept in the keys' own dtype (`bounds_dtype`): the minimum and max
 one bounds row per page of every sequence, moves half the bytes it would in float32. An fp8
 cache keeps float32 bounds of the dequantized keys (stored code * scale is not an fp8 value).
 
+On the CPU with the native kernels, the cache also keeps `ksketch` (L, Hkv, num_pages, R) uint8:
+an 8-bit sketch of every bounds row with its error bound (kernels/cpu/ops.c, "page-bound
+sketches"). The native indexer reads it in a first pass and scores exactly only the pages the
+sketch cannot rule out: the same selection for a quarter of the bytes. Every writer of the bounds
+rebuilds the sketch rows of the pages it touched (write, reset_pages here; rope_write and
+decode_layer in C). By default only float32 bounds (fp32 and fp8 caches) get sketches: a
+sketch row is three cache lines, a float32 bounds row eight, a bf16 one four, and on bf16 rows
+the first pass's extra work eats the saving (measured: kernels/README.md).
+`page_sketches=True` sketches bf16 bounds too, `False` keeps none (every page scored exactly).
+
 A slot is `page_id * page_size + offset`. The engine owns page allocation; it calls
 `reset_pages` when it hands pages to a sequence, so the bounds start empty (+inf / -inf).
 
@@ -40,6 +50,8 @@ make a request's numbers depend on what other requests wrote before it.
 from __future__ import annotations
 
 import torch
+
+from kernels import cpu as kernels_cpu
 
 FP8_DTYPE = torch.float8_e4m3fn
 FP8_MAX = 448.0  # largest finite float8_e4m3fn
@@ -73,6 +85,7 @@ class PagedKVCache:
         kv_cache_dtype: str = "auto",
         device: str | torch.device = "cpu",
         fp8_headroom: float = 2.0,
+        page_sketches: bool | None = None,
     ) -> None:
         if kv_cache_dtype not in ("auto", "fp8_e4m3"):
             raise ValueError(f"kv_cache_dtype must be 'auto' or 'fp8_e4m3', got {kv_cache_dtype!r}")
@@ -93,8 +106,8 @@ class PagedKVCache:
         self.bounds_dtype = torch.float32 if self.is_fp8 else dtype
 
         shape = (num_layers, num_pages, page_size, n_kv_heads, head_dim)
-        self.k = torch.zeros(shape, dtype=self.storage_dtype, device=self.device)
-        self.v = torch.zeros(shape, dtype=self.storage_dtype, device=self.device)
+        self.k = self._alloc(shape, self.storage_dtype).zero_()
+        self.v = self._alloc(shape, self.storage_dtype).zero_()
         self.k_scale = torch.ones(num_layers, n_kv_heads, dtype=torch.float32, device=self.device)
         self.v_scale = torch.ones(num_layers, n_kv_heads, dtype=torch.float32, device=self.device)
         # Per layer: have the fp8 scales been fixed? (Host-side list: no device sync to read.)
@@ -103,14 +116,29 @@ class PagedKVCache:
 
         # Head-major so that one KV head's bounds of a page are one contiguous row of 2*D floats
         # ([kmin | kmax]): the indexer reads one row per (head, page).
-        self.kbounds = torch.empty(
-            num_layers, n_kv_heads, num_pages, 2, head_dim, dtype=self.bounds_dtype, device=self.device
-        )
+        self.kbounds = self._alloc((num_layers, n_kv_heads, num_pages, 2, head_dim), self.bounds_dtype)
         self.kmin = self.kbounds[:, :, :, 0, :].transpose(1, 2)  # (L, P, Hkv, D) view
         self.kmax = self.kbounds[:, :, :, 1, :].transpose(1, 2)  # (L, P, Hkv, D) view
         self.kmin.fill_(float("inf"))
         self.kmax.fill_(float("-inf"))
+        self.ksketch: torch.Tensor | None = None
+        if page_sketches is None:  # (see the module docstring: they pay for float32 bounds rows)
+            page_sketches = self.bounds_dtype == torch.float32
+        if page_sketches and self.device.type == "cpu" and self.bounds_dtype in (torch.float32, torch.bfloat16) \
+                and kernels_cpu.available():
+            self.ksketch = self._alloc((num_layers, n_kv_heads, num_pages, kernels_cpu.sketch_row_bytes(head_dim)),
+                                       torch.uint8)
+            kernels_cpu.sketch_pages(self.kbounds, self.ksketch)  # (empty bounds: every page "score exactly")
         self._scratch: dict[str, torch.Tensor] = {}
+
+    def _alloc(self, shape: tuple, dtype: torch.dtype) -> torch.Tensor:
+        """An uninitialised tensor; on the CPU, backed by transparent huge pages where the kernel
+        allows: the indexer and attention read rows of random pages all over the cache, and with
+        4 KiB pages nearly every row read would also miss the TLB."""
+        t = torch.empty(shape, dtype=dtype, device=self.device)
+        if self.device.type == "cpu" and kernels_cpu.available():
+            kernels_cpu.advise_huge(t)
+        return t
 
     # ------------------------------------------------------------------ bookkeeping
     @property
@@ -128,6 +156,7 @@ class PagedKVCache:
             return
         self.kmin[:, page_ids] = float("inf")
         self.kmax[:, page_ids] = float("-inf")
+        self._resketch(None, page_ids)
         self.k.view(torch.uint8)[:, page_ids] = 0  # all-zero bits: 0.0 in every storage dtype
         self.v.view(torch.uint8)[:, page_ids] = 0
 
@@ -188,6 +217,7 @@ class PagedKVCache:
             index = pages.view(-1, 1, 1).expand(-1, Hkv, D)
             self.kmin[layer].scatter_reduce_(0, index, k_read, reduce="amin", include_self=True)
             self.kmax[layer].scatter_reduce_(0, index, k_read, reduce="amax", include_self=True)
+            self._resketch(layer, pages)
             return
         touched, local = torch.unique(pages, return_inverse=True)
         index = local[:, None].expand(-1, Hkv * D)
@@ -198,6 +228,18 @@ class PagedKVCache:
         kmax.scatter_reduce_(0, index, flat, reduce="amax", include_self=True)
         self.kmin[layer, touched] = kmin.view(-1, Hkv, D)
         self.kmax[layer, touched] = kmax.view(-1, Hkv, D)
+        self._resketch(layer, touched)
+
+    def _resketch(self, layer: int | None, pages: torch.Tensor) -> None:
+        """Rebuild the page-bound sketches of `pages` in `layer` (None: every layer) after their
+        bounds changed."""
+        if self.ksketch is None:
+            return
+        pages = torch.unique(pages)  # (one writer per row: the native loop runs rows in parallel)
+        if layer is None:
+            kernels_cpu.sketch_pages(self.kbounds, self.ksketch, pages)
+        else:
+            kernels_cpu.sketch_pages(self.kbounds[layer], self.ksketch[layer], pages)
 
     def _check_kv(self, k: torch.Tensor, v: torch.Tensor) -> None:
         expected = (self.n_kv_heads, self.head_dim)

@@ -86,14 +86,14 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.tk_linear.argtypes = [P, I, I64, I64, I64, P, I, I64, I64, P, I, I64, P, I, I64, I]
     lib.tk_linear.restype = None
     lib.tk_rms_norm.argtypes, lib.tk_rms_norm.restype = [P, I, I64, I64, P, F, P, I], None
-    lib.tk_rope_write.argtypes = [P, I, I64, I64, I64, I64, P, P, P, P, P, P, P, I64, I64, I, P, P, P, I]
+    lib.tk_rope_write.argtypes = [P, I, I64, I64, I64, I64, P, P, P, P, P, P, P, P, I64, I64, I, P, P, P, I]
     lib.tk_rope_write.restype = None
     lib.tk_paged_decode.argtypes = [P, I, I64, I64, I64, I64, P, P, I, I64, P, I64, P, F, P, P, P, I]
     lib.tk_paged_decode.restype = None
     lib.tk_fp8_dequant.argtypes, lib.tk_fp8_dequant.restype = [P, I64, I64, F, P], None
     lib.tk_fp8_quantize.argtypes, lib.tk_fp8_quantize.restype = [P, I64, I64, F, P], I64
-    lib.tk_decode_layer.argtypes = [P, I64, I64, P, P, F, P, P, P, P, I64, I64, I64, I64, P, P, P, P, P, P, I64, I64,
-                                    P, I64, P, F, I64, I64, I64, P, I, P, P, P, P, I]
+    lib.tk_decode_layer.argtypes = [P, I64, I64, P, P, F, P, P, P, P, I64, I64, I64, I64, P, P, P, P, P, P, P, I64,
+                                    I64, P, I64, P, F, I64, I64, I64, P, I, P, P, P, P, I]
     lib.tk_decode_layer.restype = None
     lib.tk_stream_read.argtypes, lib.tk_stream_read.restype = [P, I64, I], ctypes.c_double
     lib.tk_simd_lanes.argtypes, lib.tk_simd_lanes.restype = [], I
@@ -106,7 +106,13 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.tk_sparse_decode.restype = None
     lib.tk_select_pages.argtypes = [P, I64, I64, I64, P, I64, I64, I64, I64, P, I]
     lib.tk_select_pages.restype = None
-    lib.tk_index_pages.argtypes = [P, I, I64, I64, I64, I64, P, I, I64, P, I64, I64, P, I64, I64, I64, I64, P, I]
+    lib.tk_index_pages.argtypes = [P, I, I64, I64, I64, I64, P, I, P, I64, P, I64, I64, P, I64, I64, I64, I64, P,
+                                   I]
+    lib.tk_sketch_row_bytes.argtypes, lib.tk_sketch_row_bytes.restype = [I64], I64
+    lib.tk_sketch_pages.argtypes = [P, I, I64, I64, I64, I64, P, I64, P, I]
+    lib.tk_sketch_pages.restype = None
+    lib.tk_sketch_intervals.argtypes = [P, I, I64, I64, I64, I64, P, I64, P, I64, P, P]
+    lib.tk_sketch_intervals.restype = None
     lib.tk_index_pages.restype = None
     return lib
 
@@ -189,7 +195,7 @@ class PackedWeight:
             raise ValueError(f"a fused gate/up weight needs 2H rows with H a multiple of 16, got {self.out_features}")
         self.silu_half = half
         self.packed = torch.empty(lib.tk_linear_packed_numel(*w.shape), dtype=dtype)
-        lib.tk_advise_huge(self.packed.data_ptr(), self.packed.numel() * self.packed.element_size())
+        advise_huge(self.packed)
         lib.tk_linear_pack(w.data_ptr(), _DTYPE_CODES[dtype], self.out_features, self.in_features, half,
                            self.packed.data_ptr())
 
@@ -258,9 +264,61 @@ def rope_write(qkv: torch.Tensor, n_heads: int, cos: torch.Tensor, sin: torch.Te
     q = torch.empty(T, n_heads, D, dtype=qkv.dtype)
     _lib().tk_rope_write(qkv.data_ptr(), _DTYPE_CODES[qkv.dtype], T, n_heads, Hkv, D, cos.data_ptr(), sin.data_ptr(),
                          slots.data_ptr(), q.data_ptr(), cache.k[layer].data_ptr(), cache.v[layer].data_ptr(),
-                         cache.kbounds[layer].data_ptr(), cache.num_pages, cache.page_size,
-                         *_fp8_args(cache, layer), _threads())
+                         cache.kbounds[layer].data_ptr(), _sketch_ptr(cache, layer), cache.num_pages,
+                         cache.page_size, *_fp8_args(cache, layer), _threads())
     return q
+
+
+def advise_huge(t: torch.Tensor) -> None:
+    """Ask for transparent huge pages behind `t` (madvise; call before its memory is first written:
+    the pages are chosen when first touched). A no-op where the kernel offers none."""
+    _lib().tk_advise_huge(t.data_ptr(), t.numel() * t.element_size())
+
+
+def sketch_row_bytes(head_dim: int) -> int:
+    """Bytes of one page-bound sketch row (ops.c, "page-bound sketches"): 2 * head_dim 8-bit codes,
+    padded to 16, then 8 float32 parameters."""
+    return int(_lib().tk_sketch_row_bytes(head_dim))
+
+
+def sketch_pages(kbounds: torch.Tensor, sketch: torch.Tensor, pages: torch.Tensor | None = None) -> None:
+    """Rebuild the sketch rows ([L,] Hkv, num_pages, row bytes) uint8 of `pages` (all when None;
+    no page twice) from the bounds ([L,] Hkv, num_pages, 2, D), float32 or bfloat16, of one layer
+    or all: after every write to the bounds."""
+    *lead, num_pages, two, D = kbounds.shape
+    _check(kbounds, "kbounds")
+    if sketch.dtype != torch.uint8 or sketch.shape != (*lead, num_pages, sketch_row_bytes(D)) \
+            or not sketch.is_contiguous() or len(lead) not in (1, 2):
+        raise ValueError(f"sketch {tuple(sketch.shape)} {sketch.dtype} does not fit bounds {tuple(kbounds.shape)}")
+    if pages is not None:
+        pages = pages.to(torch.int64).contiguous()
+    L, Hkv = ([1] + lead)[-2:]
+    _lib().tk_sketch_pages(kbounds.data_ptr(), _DTYPE_CODES[kbounds.dtype], L, Hkv, num_pages, D,
+                           None if pages is None else pages.data_ptr(), 0 if pages is None else pages.numel(),
+                           sketch.data_ptr(), _threads())
+
+
+def sketch_intervals(q: torch.Tensor, cache, layer: int, block_table: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Test hook: (lo, hi), each (N, Hkv, P) float64, the interval the indexer's first pass puts
+    around each block-table page's exact score (kernels.cpu.page_scores) from the layer's sketches;
+    (-inf, inf) where it has no finite bound."""
+    N, H, D = q.shape
+    P = block_table.shape[1]
+    q = _query_for_indexer(q)
+    table = block_table.to(torch.int32).contiguous()
+    lo = torch.empty(N, cache.n_kv_heads, P, dtype=torch.float64)
+    hi = torch.empty_like(lo)
+    _lib().tk_sketch_intervals(q.data_ptr(), _DTYPE_CODES[q.dtype], N, H, cache.n_kv_heads, D,
+                               cache.ksketch[layer].data_ptr(), cache.num_pages, table.data_ptr(), P,
+                               lo.data_ptr(), hi.data_ptr())
+    return lo, hi
+
+
+def _sketch_ptr(cache, layer: int):
+    """The layer's page-bound sketches for the C calls, or None (the indexer then scores every page
+    exactly; the writers keep none)."""
+    sketch = getattr(cache, "ksketch", None)
+    return None if sketch is None else sketch[layer].data_ptr()
 
 
 def _fp8_args(cache, layer: int) -> tuple:
@@ -421,7 +479,8 @@ def decode_layer(x: torch.Tensor, w: LayerWeights, cos: torch.Tensor, sin: torch
         x.data_ptr(), T, dim, w.attention_norm.data_ptr(), w.ffn_norm.data_ptr(), w.eps, w.wqkv.packed.data_ptr(),
         w.wo.packed.data_ptr(), w.w13.packed.data_ptr(), w.w2.packed.data_ptr(), w.hidden, H, Hkv, D,
         cos.data_ptr(), sin.data_ptr(), slots.data_ptr(), cache.k[w.layer].data_ptr(), cache.v[w.layer].data_ptr(),
-        cache.kbounds[w.layer].data_ptr(), cache.num_pages, cache.page_size, layout.block_table.data_ptr(),
+        cache.kbounds[w.layer].data_ptr(), _sketch_ptr(cache, w.layer), cache.num_pages, cache.page_size,
+        layout.block_table.data_ptr(),
         layout.block_table.shape[1], layout.seq_lens.data_ptr(), 1.0 / D ** 0.5, layout.sparse_K,
         getattr(layout, "sink_pages", 0), getattr(layout, "local_pages", 0),
         layout.selected.data_ptr() if layout.sparse_K else None, *_fp8_args(cache, w.layer), scratch.data_ptr(),
@@ -532,7 +591,8 @@ def select_pages(q: torch.Tensor, cache, layer: int, block_table: torch.Tensor, 
         table = block_table.to(torch.int32).contiguous()
         lens = seq_lens.to(torch.int32).contiguous()
         _lib().tk_index_pages(q.data_ptr(), _DTYPE_CODES[q.dtype], N, H, Hkv, D, kbounds.data_ptr(),
-                              _DTYPE_CODES[kbounds.dtype], num_pages, table.data_ptr(), P, P, lens.data_ptr(),
+                              _DTYPE_CODES[kbounds.dtype], _sketch_ptr(cache, layer), num_pages, table.data_ptr(),
+                              P, P, lens.data_ptr(),
                               cache.page_size, sink_pages, local_pages, K, out.data_ptr(), _threads())
     return out
 

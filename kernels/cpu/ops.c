@@ -748,6 +748,90 @@ void tk_linear(const void *x, int x_dtype, int64_t M, int64_t K, int64_t ldx, co
         }
 }
 
+/* ------------------------------------------------------------------------------ page-bound sketches
+ * The indexer's first pass reads an 8-bit sketch of each page's [kmin | kmax] bounds row instead
+ * of the row itself (a quarter of float32's bytes, half of bf16's), then scores exactly only the
+ * pages the sketch cannot rule out (tk_index_pages). Row layout (sketch_row_bytes(D) bytes per
+ * KV head and page, rows head-major like the bounds):
+ *   codes  2D uint8, padded to 16: half j (0: kmin, 1: kmax), element d ~ lo_j + code * step_j
+ *   params 8 float32 after them: lo_0, step_0, err_0, lo_1, step_1, err_1, 0, 0; zeros to 64 bytes
+ * err_j bounds |bound - (lo_j + code * step_j)| over the half, computed exactly in double from
+ * the codes stored, plus SKETCH_SLACK * max |bound| to cover the float32 rounding of both the
+ * sketched and the exact score (each a sum of at most 2D rounded terms: below 2D * 2^-24 of
+ * sum |q_d| |bound_d| each, 1.5e-5 for D = 64, so the slack must stay above 2 * 2D * 2^-24 when
+ * D grows: SKETCH_MAX_D). A half with a non-finite bound, or one beyond SKETCH_MAX_ABS (its
+ * products could overflow), gets err = +inf: such a page is always scored exactly. */
+#define SKETCH_PARAMS 8
+#define SKETCH_SLACK 4e-5
+#define SKETCH_MAX_D 128
+#define SKETCH_MAX_ABS 1e18
+
+static inline int64_t sketch_codes_bytes(int64_t D) { return (2 * D + 15) / 16 * 16; }
+
+/* (whole 64-byte lines: a row is read in full, and a row straddling a line boundary would cost a line more) */
+int64_t tk_sketch_row_bytes(int64_t D) { return (sketch_codes_bytes(D) + SKETCH_PARAMS * 4 + 63) / 64 * 64; }
+
+static void sketch_half(const float *x, int64_t D, uint8_t *codes, float *prm) {
+    float lo = INFINITY, hi = -INFINITY;
+    int finite = 1;
+    for (int64_t d = 0; d < D; d++) {
+        if (!(fabsf(x[d]) <= (float)SKETCH_MAX_ABS)) finite = 0;  /* (also NaN) */
+        lo = x[d] < lo ? x[d] : lo;
+        hi = x[d] > hi ? x[d] : hi;
+    }
+    if (!finite) {
+        memset(codes, 0, (size_t)D);
+        prm[0] = prm[1] = 0.0f;
+        prm[2] = INFINITY;
+        return;
+    }
+    float step = (hi - lo) / 255.0f, inv = step > 0.0f ? 1.0f / step : 0.0f;
+    double err = 0.0, m = fabs((double)lo) > fabs((double)hi) ? fabs((double)lo) : fabs((double)hi);
+    for (int64_t d = 0; d < D; d++) {  /* (any rounding of the code is fine: err is measured below) */
+        long c = lrintf((x[d] - lo) * inv);
+        c = c < 0 ? 0 : c > 255 ? 255 : c;
+        codes[d] = (uint8_t)c;
+        double e = fabs((double)x[d] - ((double)lo + (double)c * (double)step));  /* (exact products) */
+        err = e > err ? e : err;
+    }
+    prm[0] = lo;
+    prm[1] = step;
+    prm[2] = nextafterf((float)(err * (1.0 + 1e-6) + SKETCH_SLACK * m), INFINITY);  /* rounded up */
+}
+
+/* The sketch row of one bounds row ([kmin | kmax], 2D elements in kb_dtype). */
+static void sketch_page(const void *kb_row, int kb_dtype, int64_t D, uint8_t *out) {
+    float x[2 * SKETCH_MAX_D];
+    float *prm = (float *)(out + sketch_codes_bytes(D));
+    if (D > SKETCH_MAX_D) {  /* (the indexer does not sketch such heads: both halves unbounded) */
+        memset(out, 0, (size_t)tk_sketch_row_bytes(D));
+        prm[2] = prm[5] = INFINITY;
+        return;
+    }
+    to_f32(kb_row, kb_dtype, 2 * D, x);
+    sketch_half(x, D, out, prm);
+    sketch_half(x + D, D, out + D, prm + 3);
+    memset(out + 2 * D, 0, (size_t)(sketch_codes_bytes(D) - 2 * D));
+    memset(prm + 6, 0, (size_t)(tk_sketch_row_bytes(D) - sketch_codes_bytes(D) - 6 * 4));
+}
+
+/* Rebuild the sketch rows of pages[0..n) (all num_pages when pages is NULL; each page once) for
+   every layer and KV head from kbounds (L, Hkv, num_pages, 2, D) in kb_dtype into sketch
+   (L, Hkv, num_pages, row bytes). */
+void tk_sketch_pages(const void *kbounds, int kb_dtype, int64_t L, int64_t Hkv, int64_t num_pages, int64_t D,
+                     const int64_t *pages, int64_t n, uint8_t *sketch, int nthreads) {
+    const int64_t count = pages ? n : num_pages, rb = tk_sketch_row_bytes(D);
+    const int64_t eb = kb_dtype == BF16 ? 2 : 4;
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nthreads) if (count * L * Hkv >= 4096)
+    for (int64_t h = 0; h < L * Hkv; h++)  /* (layer, head) pairs: contiguous blocks of num_pages rows */
+        for (int64_t i = 0; i < count; i++) {
+            int64_t page = pages ? pages[i] : i;
+            if (page < 0 || page >= num_pages) continue;
+            sketch_page((const char *)kbounds + (h * num_pages + page) * 2 * D * eb, kb_dtype, D,
+                        sketch + (h * num_pages + page) * rb);
+        }
+}
+
 /* ------------------------------------------------------------------------------ rope + cache write
  * qkv (T, H + 2*Hkv, D) of one layer: rotate-half rope on the query and key heads with
  * each token's cos/sin rows (T, D), roped queries -> q (T, H, D); roped keys and the values -> cache slots
@@ -802,9 +886,19 @@ static void rope_head_bf16(const uint16_t *x, const uint16_t *c, const uint16_t 
 
 void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv, int64_t D,
                    const void *cos_t, const void *sin_t, const int64_t *slots,
-                   void *q, void *k_cache, void *v_cache, void *kbounds, int64_t num_pages, int64_t page_size,
-                   int kv_dtype, const float *k_scale, const float *v_scale, int64_t *saturated, int nthreads) {
+                   void *q, void *k_cache, void *v_cache, void *kbounds, uint8_t *ksketch, int64_t num_pages,
+                   int64_t page_size, int kv_dtype, const float *k_scale, const float *v_scale, int64_t *saturated,
+                   int nthreads) {
     int64_t W = (H + 2 * Hkv) * D, half = D / 2;
+    const int b_dtype = kv_dtype == FP8 ? F32 : dtype, b_elem = b_dtype == BF16 ? 2 : 4;
+    const int64_t sk_rb = tk_sketch_row_bytes(D);
+    /* A page's sketch is rebuilt after the last of a run of its tokens (the next token is elsewhere). */
+#define RESKETCH(kh, t, page) \
+    do { \
+        if (ksketch && ((t) == T - 1 || slots[(t) + 1] / page_size != (page))) \
+            sketch_page((const char *)kbounds + ((kh) * num_pages + (page)) * 2 * D * b_elem, b_dtype, D, \
+                        ksketch + ((kh) * num_pages + (page)) * sk_rb); \
+    } while (0)
     fp8_init();
 #if defined(ROPE_LANES)
     if (dtype == BF16 && half % ROPE_LANES == 0 && (kv_dtype != FP8 || D <= 256)) {
@@ -828,12 +922,14 @@ void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv
                                                       row, row + D)
                                      + quantize_row_fp8(vf, D, v_scale[kh], (uint8_t *)v_cache + (slot * Hkv + kh) * D,
                                                         NULL, NULL);
+                    RESKETCH(kh, t, page);
                 } else {
                     int64_t kh = h - H, slot = slots[t], page = slot / page_size;
                     rope_head_bf16(x + t * W + h * D, c + t * D, s + t * D, D,
                                    (uint16_t *)k_cache + (slot * Hkv + kh) * D,
                                    (uint16_t *)kbounds + ((kh * num_pages + page) * 2) * D);
                     memcpy((uint16_t *)v_cache + (slot * Hkv + kh) * D, x + t * W + (H + Hkv + kh) * D, (size_t)D * 2);
+                    RESKETCH(kh, t, page);
                 }
             }
         return;
@@ -874,6 +970,7 @@ void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv
                 saturated[kh] += quantize_row_fp8(row_f, D, k_scale[kh],
                                                   (uint8_t *)k_cache + (slot * Hkv + kh) * D, row, row + D);
             }
+            if (h >= H) RESKETCH(h - H, t, page);
         }
         for (int64_t h = 0; h < Hkv; h++) {
             if (kv_dtype == FP8) {
@@ -888,6 +985,8 @@ void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv
         }
     }
 }
+
+#undef RESKETCH
 
 /* ------------------------------------------------------------------------------ rms_norm
  * y = x / sqrt(mean(x^2) + eps) * w, statistics in float32. The sum of squares in 16 lanes (lane
@@ -1540,9 +1639,9 @@ void tk_sparse_decode(const void *q, int q_dtype, int64_t N, int64_t H, int64_t 
 }
 
 void tk_index_pages(const void *q, int q_dtype, int64_t N, int64_t H, int64_t Hkv, int64_t D, const void *kb,
-                    int kb_dtype, int64_t num_pages, const int32_t *block_table, int64_t bt_stride, int64_t P,
-                    const int32_t *seq_lens, int64_t page_size, int64_t sink, int64_t local, int64_t K, int32_t *out,
-                    int nthreads);
+                    int kb_dtype, const uint8_t *ksketch, int64_t num_pages, const int32_t *block_table,
+                    int64_t bt_stride, int64_t P, const int32_t *seq_lens, int64_t page_size, int64_t sink,
+                    int64_t local, int64_t K, int32_t *out, int nthreads);
 
 /* ------------------------------------------------------------------------------ one decoder layer
  * A whole Llama decoder layer for a decode step in bf16, in one call (the per-op Python and
@@ -1559,9 +1658,9 @@ void tk_index_pages(const void *q, int q_dtype, int64_t N, int64_t H, int64_t Hk
 void tk_decode_layer(uint16_t *x, int64_t T, int64_t dim, const uint16_t *attn_norm_w, const uint16_t *ffn_norm_w,
                      float eps, const uint16_t *wqkv, const uint16_t *wo, const uint16_t *w13, const uint16_t *w2,
                      int64_t hidden, int64_t H, int64_t Hkv, int64_t D, const uint16_t *cos_t, const uint16_t *sin_t,
-                     const int64_t *slots, void *k_cache, void *v_cache, void *kbounds, int64_t num_pages,
-                     int64_t page_size, const int32_t *block_table, int64_t bt_stride, const int32_t *seq_lens,
-                     float scale, int64_t sparse_K, int64_t sink, int64_t local, int32_t *selected,
+                     const int64_t *slots, void *k_cache, void *v_cache, void *kbounds, uint8_t *ksketch,
+                     int64_t num_pages, int64_t page_size, const int32_t *block_table, int64_t bt_stride,
+                     const int32_t *seq_lens, float scale, int64_t sparse_K, int64_t sink, int64_t local, int32_t *selected,
                      int kv_dtype, const float *k_scale, const float *v_scale, int64_t *saturated,
                      uint16_t *scratch, int nthreads) {
     int64_t W = (H + 2 * Hkv) * D;
@@ -1570,12 +1669,12 @@ void tk_decode_layer(uint16_t *x, int64_t T, int64_t dim, const uint16_t *attn_n
     int fp8 = kv_dtype == FP8;  /* (a bf16 cache otherwise; fp8 keeps float32 page bounds) */
     tk_rms_norm(x, BF16, T, dim, attn_norm_w, eps, xn, nthreads);
     tk_linear(xn, BF16, T, dim, dim, wqkv, BF16, W, 0, qkv, BF16, W, NULL, BF16, 0, nthreads);
-    tk_rope_write(qkv, BF16, T, H, Hkv, D, cos_t, sin_t, slots, q, k_cache, v_cache, kbounds, num_pages, page_size,
-                  kv_dtype, k_scale, v_scale, saturated, nthreads);
+    tk_rope_write(qkv, BF16, T, H, Hkv, D, cos_t, sin_t, slots, q, k_cache, v_cache, kbounds, ksketch, num_pages,
+                  page_size, kv_dtype, k_scale, v_scale, saturated, nthreads);
     if (sparse_K > 0) {
         int32_t duplicates = 0;  /* (the indexer never selects a page twice) */
-        tk_index_pages(q, BF16, T, H, Hkv, D, kbounds, fp8 ? F32 : BF16, num_pages, block_table, bt_stride, bt_stride,
-                       seq_lens, page_size, sink, local, sparse_K, selected, nthreads);
+        tk_index_pages(q, BF16, T, H, Hkv, D, kbounds, fp8 ? F32 : BF16, ksketch, num_pages, block_table, bt_stride,
+                       bt_stride, seq_lens, page_size, sink, local, sparse_K, selected, nthreads);
         tk_sparse_decode(q, BF16, T, H, Hkv, D, k_cache, v_cache, kv_dtype, page_size, num_pages, block_table,
                          bt_stride, seq_lens, selected, sparse_K, scale, fp8 ? k_scale : NULL, fp8 ? v_scale : NULL,
                          att, &duplicates, nthreads);
@@ -1754,12 +1853,14 @@ static int cmp_i32(const void *a, const void *b) {
 }
 
 /* One (query, KV head) row of the selection: sc[p] the scores of pages p < n_pages (never read
-   past them, nor for forced pages), out K entries. heap: min(K, P) + 1 int64 of scratch. */
+   past them, nor for forced pages), out K entries. heap: min(K, P) + 1 int64 of scratch. With a
+   list, only its n_list pages are ranked (the caller knows no other page can be chosen). */
 static void select_row(const float *sc, int64_t P, int64_t n_pages, int64_t sink, int64_t local, int64_t K,
-                       int64_t *heap, int32_t *o) {
+                       const int32_t *list, int64_t n_list, int64_t *heap, int32_t *o) {
     const int64_t k_top = K < P ? K : P;
     int64_t filled = 0;
-    for (int64_t p = 0; p < P; p++) {
+    for (int64_t i = 0, count = list ? n_list : P; i < count; i++) {
+        const int64_t p = list ? list[i] : i;
         float v = p >= n_pages ? -INFINITY : (p < sink || p >= n_pages - local) ? INFINITY : sc[p];
         int64_t key = page_key(v, p, P);
         if (filled < k_top) {
@@ -1788,7 +1889,7 @@ void tk_select_pages(const float *scores, int64_t N, int64_t Hkv, int64_t P, con
     for (int64_t n = 0; n < N; n++)
         for (int64_t h = 0; h < Hkv; h++) {
             int64_t n_pages = ((int64_t)seq_lens[n] + page_size - 1) / page_size;
-            select_row(scores + (n * Hkv + h) * P, P, n_pages, sink, local, K,
+            select_row(scores + (n * Hkv + h) * P, P, n_pages, sink, local, K, NULL, 0,
                        (int64_t *)thread_ints(2 * k_top + 2), out + (n * Hkv + h) * K);
         }
 }
@@ -1797,21 +1898,277 @@ void tk_select_pages(const float *scores, int64_t N, int64_t Hkv, int64_t P, con
  * tk_page_scores then tk_select_pages in one pass per (query, KV head), the scores kept in a
  * per-thread buffer: the same scores (bit for bit) and the same selection, without the scores
  * tensor, a second parallel region and the second call's overhead. Pages past a sequence's end
- * are not scored at all (their scores were never read). */
+ * are not scored at all (their scores were never read).
+ *
+ * With page sketches (ksketch, see "page-bound sketches") and a row of at least
+ * SKETCH_MIN_PAGES pages, four times the selection, a row takes two passes instead, and selects
+ * exactly the same pages:
+ *   1. every page's sketched score s~ and its error bound e from the 8-bit sketch row: the exact
+ *      score s (the float32 value score_pages computes) lies in [L, U] = [s~ - e, s~ + e];
+ *   2. T = the k'-th largest L among the pages that are not forced (k' = the slots left after
+ *      the sink / local pages). At least k' pages have s >= T, so a page with U < T is below k'
+ *      others and cannot be chosen. Every other page is scored exactly from its bounds row, as
+ *      score_pages would, and select_row ranks them and the forced pages as before: the same
+ *      ranking key, ties and all.
+ * Pass 1 reads 8-bit codes (a quarter of float32 bounds' bytes, half of bf16's); pass 2 reads
+ * the few rows near the threshold. A page whose sketch has no finite error (non-finite or huge
+ * bounds) is always scored exactly, so NaN / inf behave as before. */
+#define SKETCH_MIN_PAGES 64
+#define SKETCH_MIN_RATIO 8  /* pages per selected page, at least (below, the exact pass is as fast) */
+
+/* The query side of the sketched scores: qb's halves j (kmin, kmax) as int16, qi = round(qb /
+   qscale_j) with qscale_j the power of two that puts max |qb_j| at most at 32767, so that
+   qi . codes is an exact int32 (|sum| < 2D * 32767 * 255 < 2^31 for D <= SKETCH_MAX_D); and, in
+   float32 (sums and |.| sums rounded up), sum_j = sum qb_j, abs_j = sum |qb_j|,
+   slop_j = 255 * sum |qb_j - qscale_j * qi_j| (what rounding qb can cost against codes <= 255).
+   A non-finite or huge qb returns 0 (the row is scored exactly). */
+typedef struct { float sum[2], abs[2], qscale[2], slop[2]; } sketch_query;
+
+static int sketch_query_init(const float *qb, int64_t D, int16_t *qi, sketch_query *sq) {
+    for (int j = 0; j < 2; j++) {
+        const float *x = qb + j * D;
+        double amax = 0.0, sum = 0.0, abs = 0.0, slop = 0.0;
+        for (int64_t d = 0; d < D; d++) {
+            sum += x[d];
+            abs += fabs((double)x[d]);
+            amax = fabs((double)x[d]) > amax ? fabs((double)x[d]) : amax;
+        }
+        if (!(abs <= SKETCH_MAX_ABS)) return 0;  /* (also NaN) */
+        double qscale = amax > 0.0 ? ldexp(1.0, ilogb(amax / 32767.0) + 1) : 1.0;  /* amax / qscale <= 32767 */
+        for (int64_t d = 0; d < D; d++) {
+            double r = nearbyint(x[d] / qscale);  /* (exact: a power of two) */
+            qi[j * D + d] = (int16_t)r;
+            slop += fabs((double)x[d] - qscale * r);
+        }
+        sq->sum[j] = (float)sum;
+        sq->abs[j] = nextafterf((float)abs, INFINITY);
+        sq->qscale[j] = (float)qscale;
+        sq->slop[j] = nextafterf((float)(255.0 * slop), INFINITY);
+    }
+    return 1;
+}
+
+/* a = qi[0..D) . codes[0..D), b = qi[D..2D) . codes[D..2D), exactly. */
+static inline void sketch_dots(const int16_t *qi, int64_t D, const uint8_t *codes, int32_t *a, int32_t *b) {
+    int32_t sa = 0, sb = 0;
+    for (int64_t d = 0; d < D; d++) {
+        sa += (int32_t)qi[d] * codes[d];
+        sb += (int32_t)qi[D + d] * codes[D + d];
+    }
+    *a = sa;
+    *b = sb;
+}
+
+/* [lo[r], hi[r]] around the exact float32 score of the page whose sketch row is row[r], four
+   pages at a time; (-inf, inf) where the sketch has no finite error bound.
+     s = sum_j lo_j sum(qb_j) + step_j qscale_j (qi_j . codes_j)
+     e = sum_j |qb_j|_1 err_j + slop_j step_j
+   The codes' error is err_j (and its slack) against |qb_j|; slop is the rounding of qb. s and e
+   are float32: their rounding (a few operations on terms below 3 max|bound| |qb|_1) and that of
+   s -/+ e stay well inside the slack in err_j (SKETCH_SLACK), e is rounded up by 2^-20. */
+static inline void sketch_intervals4(const int16_t *qi, const sketch_query *sq, int64_t D,
+                                     const uint8_t *const row[4], float lo[4], float hi[4]) {
+    const int64_t cb = sketch_codes_bytes(D);
+#if defined(__AVX512F__) || defined(TK_AVX2)
+    if (D % 16 == 0) {
+        __m256i n[4], p[4];
+        for (int r = 0; r < 4; r++) n[r] = p[r] = _mm256_setzero_si256();
+        for (int64_t d = 0; d < D; d += 16) {
+            __m256i qn = _mm256_loadu_si256((const __m256i *)(qi + d));
+            __m256i qp = _mm256_loadu_si256((const __m256i *)(qi + D + d));
+            for (int r = 0; r < 4; r++) {
+                n[r] = _mm256_add_epi32(n[r], _mm256_madd_epi16(
+                    qn, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(row[r] + d)))));
+                p[r] = _mm256_add_epi32(p[r], _mm256_madd_epi16(
+                    qp, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(row[r] + D + d)))));
+            }
+        }
+        __m256i tn = _mm256_hadd_epi32(_mm256_hadd_epi32(n[0], n[1]), _mm256_hadd_epi32(n[2], n[3]));
+        __m256i tp = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+        __m128 a0 = _mm_cvtepi32_ps(_mm_add_epi32(_mm256_castsi256_si128(tn), _mm256_extracti128_si256(tn, 1)));
+        __m128 a1 = _mm_cvtepi32_ps(_mm_add_epi32(_mm256_castsi256_si128(tp), _mm256_extracti128_si256(tp, 1)));
+        __m128 x0 = _mm_loadu_ps((const float *)(row[0] + cb)), x1 = _mm_loadu_ps((const float *)(row[1] + cb));
+        __m128 x2 = _mm_loadu_ps((const float *)(row[2] + cb)), x3 = _mm_loadu_ps((const float *)(row[3] + cb));
+        __m128 y0 = _mm_loadu_ps((const float *)(row[0] + cb) + 4), y1 = _mm_loadu_ps((const float *)(row[1] + cb) + 4);
+        __m128 y2 = _mm_loadu_ps((const float *)(row[2] + cb) + 4), y3 = _mm_loadu_ps((const float *)(row[3] + cb) + 4);
+        _MM_TRANSPOSE4_PS(x0, x1, x2, x3);  /* lo_0, step_0, err_0, lo_1 of the four rows */
+        _MM_TRANSPOSE4_PS(y0, y1, y2, y3);  /* step_1, err_1 */
+        __m128 s = _mm_add_ps(
+            _mm_add_ps(_mm_mul_ps(x0, _mm_set1_ps(sq->sum[0])), _mm_mul_ps(x1, _mm_mul_ps(_mm_set1_ps(sq->qscale[0]), a0))),
+            _mm_add_ps(_mm_mul_ps(x3, _mm_set1_ps(sq->sum[1])), _mm_mul_ps(y0, _mm_mul_ps(_mm_set1_ps(sq->qscale[1]), a1))));
+        __m128 e = _mm_add_ps(
+            _mm_add_ps(_mm_mul_ps(x2, _mm_set1_ps(sq->abs[0])), _mm_mul_ps(x1, _mm_set1_ps(sq->slop[0]))),
+            _mm_add_ps(_mm_mul_ps(y1, _mm_set1_ps(sq->abs[1])), _mm_mul_ps(y0, _mm_set1_ps(sq->slop[1]))));
+        e = _mm_mul_ps(e, _mm_set1_ps(1.0f + 0x1p-20f));
+        __m128 bad = _mm_or_ps(_mm_cmpunord_ps(e, e), _mm_cmpeq_ps(e, _mm_set1_ps(INFINITY)));  /* (0 * inf: NaN) */
+        e = _mm_blendv_ps(e, _mm_set1_ps(INFINITY), bad);
+        s = _mm_blendv_ps(s, _mm_setzero_ps(), bad);
+        _mm_storeu_ps(lo, _mm_sub_ps(s, e));
+        _mm_storeu_ps(hi, _mm_add_ps(s, e));
+        return;
+    }
+#endif
+    for (int r = 0; r < 4; r++) {
+        const float *prm = (const float *)(row[r] + cb);
+        int32_t da, db;
+        sketch_dots(qi, D, row[r], &da, &db);
+        float s = (prm[0] * sq->sum[0] + prm[1] * (sq->qscale[0] * (float)da))
+                  + (prm[3] * sq->sum[1] + prm[4] * (sq->qscale[1] * (float)db));
+        float e = ((prm[2] * sq->abs[0] + prm[1] * sq->slop[0]) + (prm[5] * sq->abs[1] + prm[4] * sq->slop[1]))
+                  * (1.0f + 0x1p-20f);
+        if (e < INFINITY) {
+            lo[r] = s - e;
+            hi[r] = s + e;
+        } else {  /* (unbounded, or NaN from 0 * inf) */
+            lo[r] = -INFINITY;
+            hi[r] = INFINITY;
+        }
+    }
+}
+
+/* Test hook: lo / hi (N, Hkv, P) float64, the intervals of the first P block-table pages of each
+   query (kernels.cpu.sketch_intervals); a query the sketches do not take gets (-inf, inf). */
+void tk_sketch_intervals(const void *q, int q_dtype, int64_t N, int64_t H, int64_t Hkv, int64_t D,
+                         const uint8_t *ksketch, int64_t num_pages, const int32_t *block_table, int64_t P,
+                         double *lo, double *hi) {
+    const int64_t rb = tk_sketch_row_bytes(D);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < Hkv; h++) {
+            float qb[2 * SKETCH_MAX_D];
+            int16_t qi[2 * SKETCH_MAX_D];
+            sketch_query sq;
+            int ok = D <= SKETCH_MAX_D;
+            if (ok) {
+                group_query_bounds(q, q_dtype, n, H, Hkv, D, h, qb);
+                ok = sketch_query_init(qb, D, qi, &sq);
+            }
+            for (int64_t p0 = 0; p0 < P; p0 += 4) {
+                const uint8_t *row[4];
+                float l4[4], h4[4];
+                for (int r = 0; r < 4; r++) {
+                    int64_t page = block_table[n * P + (p0 + r < P ? p0 + r : P - 1)];
+                    page = page < 0 ? 0 : page >= num_pages ? num_pages - 1 : page;
+                    row[r] = ksketch + (h * num_pages + page) * rb;
+                }
+                if (ok) sketch_intervals4(qi, &sq, D, row, l4, h4);
+                for (int r = 0; r < 4 && p0 + r < P; r++) {
+                    int64_t i = (n * Hkv + h) * P + p0 + r;
+                    lo[i] = ok ? l4[r] : -INFINITY;
+                    hi[i] = ok ? h4[r] : INFINITY;
+                }
+            }
+        }
+}
+
+/* One (query, KV head) row selected with the sketches; 0 (nothing written) where the two passes
+   do not apply and the caller scores every page. buf: 4 * min(n_pages, P) + 2 * K + 8 floats of
+   scratch; heap_ints: select_row's. */
+static int select_row_sketched(const float *qb, int64_t D, const uint8_t *sk, int64_t h, const void *kb,
+                               int kb_dtype, int64_t num_pages, const int32_t *bt, int64_t P, int64_t n_pages,
+                               int64_t sink, int64_t local, int64_t K, float *buf, int64_t *heap_ints, int32_t *o) {
+    const int64_t k_top = K < P ? K : P, np = n_pages < P ? n_pages : P;
+    if (!sk || D > SKETCH_MAX_D || np < SKETCH_MIN_PAGES || np < SKETCH_MIN_RATIO * k_top) return 0;
+    const int64_t a = sink < np ? (sink > 0 ? sink : 0) : np;  /* forced: [0, a) and [b, np) */
+    const int64_t b = n_pages - local > 0 ? n_pages - local : 0;
+    const int64_t forced = a + (b < np ? np - b : 0) - (b < a ? a - b : 0);
+    const int64_t kprime = k_top - forced;
+    if (kprime <= 0 || np - forced <= kprime) return 0;
+    int16_t qi[2 * SKETCH_MAX_D];
+    sketch_query sq;
+    if (!sketch_query_init(qb, D, qi, &sq)) return 0;
+
+    const int64_t rb = tk_sketch_row_bytes(D);
+    const int64_t row_bytes = 2 * D * (kb_dtype == BF16 ? 2 : 4);
+    const uint8_t *sk_rows = sk + h * num_pages * rb;
+    const char *rows = (const char *)kb + h * num_pages * row_bytes;
+    float *sc = buf, *upper = buf + np, *low = upper + np;  /* low: a min-heap of the k' largest lower bounds */
+    int32_t *cand = (int32_t *)(low + kprime + 1);
+    int64_t filled = 0;
+#define PAGE_OF(p) (bt[p] < 0 ? 0 : bt[p] >= num_pages ? num_pages - 1 : bt[p])
+#define FORCED(p) ((p) < a || (p) >= b)
+    for (int64_t p0 = 0; p0 < np; p0 += 4) {
+        const uint8_t *row4[4];
+        float lo4[4], hi4[4];
+        for (int r = 0; r < 4; r++) {
+            int64_t p = p0 + r < np ? p0 + r : np - 1;
+            if (p0 + r + 16 < np) {
+                const uint8_t *ahead = sk_rows + PAGE_OF(p0 + r + 16) * rb;
+                for (int64_t off = 0; off < rb; off += 64) __builtin_prefetch(ahead + off, 0, 3);
+            }
+            row4[r] = sk_rows + PAGE_OF(p) * rb;
+        }
+        sketch_intervals4(qi, &sq, D, row4, lo4, hi4);
+        for (int r = 0; r < 4 && p0 + r < np; r++) {
+            const int64_t p = p0 + r;
+            const float lo = lo4[r];
+            if (FORCED(p)) continue;
+            upper[p] = hi4[r];
+            if (filled < kprime) {
+                int64_t i = filled++;
+                while (i > 0 && low[(i - 1) / 2] > lo) { low[i] = low[(i - 1) / 2]; i = (i - 1) / 2; }
+                low[i] = lo;
+            } else if (lo > low[0]) {
+                int64_t i = 0;
+                for (;;) {
+                    int64_t l = 2 * i + 1, rr = l + 1, m = l;
+                    if (l >= kprime) break;
+                    if (rr < kprime && low[rr] < low[l]) m = rr;
+                    if (low[m] >= lo) break;
+                    low[i] = low[m];
+                    i = m;
+                }
+                low[i] = lo;
+            }
+        }
+    }
+    const float threshold = low[0];
+    int64_t nc = 0, nf = 0;
+    for (int64_t p = 0; p < np; p++)  /* the candidates, then the forced pages after them */
+        if (!FORCED(p) && upper[p] >= threshold) cand[nc++] = (int32_t)p;
+    for (int64_t p = 0; p < np; p++)
+        if (FORCED(p)) cand[nc + nf++] = (int32_t)p;
+    for (int64_t i0 = 0; i0 < nc; i0 += PAGE_SCORE_ROWS) {  /* exact scores, as score_pages */
+        const void *row[PAGE_SCORE_ROWS];
+        for (int r = 0; r < PAGE_SCORE_ROWS; r++) {
+            int64_t i = i0 + r < nc ? i0 + r : nc - 1;
+            if (i + 8 < nc) {
+                const char *ahead = rows + PAGE_OF(cand[i + 8]) * row_bytes;
+                for (int64_t off = 0; off < row_bytes; off += 64) __builtin_prefetch(ahead + off, 0, 3);
+            }
+            row[r] = rows + PAGE_OF(cand[i]) * row_bytes;
+        }
+#if PAGE_SCORE_ROWS == 4
+        float s4[4];
+        dot4_lanes16(qb, row, kb_dtype, 2 * D, s4);
+        for (int r = 0; r < 4 && i0 + r < nc; r++) sc[cand[i0 + r]] = s4[r];
+#else
+        sc[cand[i0]] = dot_lanes16(qb, row[0], kb_dtype, 2 * D);
+#endif
+    }
+#undef PAGE_OF
+#undef FORCED
+    select_row(sc, P, n_pages, sink, local, K, cand, nc + nf, heap_ints, o);  /* (the others rank below) */
+    return 1;
+}
+
 void tk_index_pages(const void *q, int q_dtype, int64_t N, int64_t H, int64_t Hkv, int64_t D, const void *kb,
-                    int kb_dtype, int64_t num_pages, const int32_t *block_table, int64_t bt_stride, int64_t P,
-                    const int32_t *seq_lens, int64_t page_size, int64_t sink, int64_t local, int64_t K, int32_t *out,
-                    int nthreads) {
+                    int kb_dtype, const uint8_t *ksketch, int64_t num_pages, const int32_t *block_table,
+                    int64_t bt_stride, int64_t P, const int32_t *seq_lens, int64_t page_size, int64_t sink,
+                    int64_t local, int64_t K, int32_t *out, int nthreads) {
     const int64_t k_top = K < P ? K : P;
 #pragma omp parallel for collapse(2) schedule(static) num_threads(nthreads) if (N * Hkv * P >= 2048)
     for (int64_t n = 0; n < N; n++)
         for (int64_t h = 0; h < Hkv; h++) {
             int64_t n_pages = ((int64_t)seq_lens[n] + page_size - 1) / page_size;
             int64_t scored = n_pages < P ? (n_pages > 0 ? n_pages : 0) : P;
-            float *sc = thread_buffer(scored + 1), qb[2 * D];
+            float *sc = thread_buffer(4 * scored + 2 * k_top + 8), qb[2 * D];
+            int64_t *heap = (int64_t *)thread_ints(2 * k_top + 2);
             group_query_bounds(q, q_dtype, n, H, Hkv, D, h, qb);
+            if (select_row_sketched(qb, D, ksketch, h, kb, kb_dtype, num_pages, block_table + n * bt_stride, P,
+                                    n_pages, sink, local, K, sc, heap, out + (n * Hkv + h) * K))
+                continue;
             score_pages(qb, 2 * D, kb, kb_dtype, h, num_pages, block_table + n * bt_stride, scored, sc);
-            select_row(sc, P, n_pages, sink, local, K, (int64_t *)thread_ints(2 * k_top + 2), out + (n * Hkv + h) * K);
+            select_row(sc, P, n_pages, sink, local, K, NULL, 0, heap, out + (n * Hkv + h) * K);
         }
 }
 

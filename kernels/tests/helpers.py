@@ -23,6 +23,7 @@ def make_batch(
     *, lens: list[int], n_kv_heads: int, head_dim: int, page_size: int, dtype=torch.float32,
     kv_cache_dtype: str = "auto", device="cpu", seed: int = 0, discrete: bool = False,
     extra_pages: int = 3, scales: float | None = None, num_layers: int = 1, layer: int = 0,
+    page_sketches: bool | None = None,
 ) -> Batch:
     """Sequences of the given lengths written into a cache with shuffled (fragmented) pages.
 
@@ -34,7 +35,7 @@ def make_batch(
     num_pages = sum(pages_per_seq) + extra_pages
     cache = PagedKVCache(
         num_layers=num_layers, num_pages=num_pages, page_size=page_size, n_kv_heads=n_kv_heads,
-        head_dim=head_dim, dtype=dtype, kv_cache_dtype=kv_cache_dtype, device=device,
+        head_dim=head_dim, dtype=dtype, kv_cache_dtype=kv_cache_dtype, device=device, page_sketches=page_sketches,
     )
     if scales is not None:
         for layer_ in range(num_layers):
