@@ -63,6 +63,16 @@ def make_batch(
     return Batch(cache, block_table.to(device), torch.tensor(lens, dtype=torch.int32, device=device), keys, values)
 
 
+def layer_weights(g: torch.Generator, *, H: int, Hkv: int, D: int, dim: int, hidden: int, layer: int):
+    """A random bf16 decoder layer for kernels.cpu.decode_layer: small weights, so activations stay O(1)."""
+    from kernels import cpu
+
+    bf = lambda *shape, s=1.0: (torch.randn(*shape, generator=g) * s).to(torch.bfloat16)
+    return cpu.LayerWeights(wqkv=bf((H + 2 * Hkv) * D, dim, s=0.3), wo=bf(dim, H * D, s=0.1),
+                            w13=bf(2 * hidden, dim, s=0.2), w2=bf(dim, hidden, s=0.1), attention_norm=bf(dim),
+                            ffn_norm=bf(dim), eps=1e-5, n_heads=H, n_kv_heads=Hkv, head_dim=D, layer=layer)
+
+
 def _draw(shape, g, discrete):
     x = torch.randn(shape, generator=g)
     return (x * 4).round().clamp(-16, 16) / 4 if discrete else x

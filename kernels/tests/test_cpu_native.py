@@ -17,6 +17,8 @@ from kernels import cpu
 from kernels.attention.dense import dense_decode
 from kernels.kv_cache import PagedKVCache
 
+from .helpers import layer_weights
+
 if not cpu.available():
     if os.environ.get("REQUIRE_SERVICES") == "1":
         raise RuntimeError(f"native CPU kernels must build in CI: {cpu.unavailable_reason()}")
@@ -582,9 +584,7 @@ def test_decode_layer_is_the_composition_of_the_native_ops(kv, attention):
     g = torch.Generator().manual_seed(21)
     H, Hkv, D, dim, hidden, page_size = 9, 3, 64, 96, 160, 16
     bf = lambda *shape, s=1.0: (torch.randn(*shape, generator=g) * s).to(torch.bfloat16)
-    w = cpu.LayerWeights(wqkv=bf((H + 2 * Hkv) * D, dim, s=0.3), wo=bf(dim, H * D, s=0.1), w13=bf(2 * hidden, dim, s=0.2),
-                         w2=bf(dim, hidden, s=0.1), attention_norm=bf(dim), ffn_norm=bf(dim), eps=1e-5,
-                         n_heads=H, n_kv_heads=Hkv, head_dim=D, layer=1)
+    w = layer_weights(g, H=H, Hkv=Hkv, D=D, dim=dim, hidden=hidden, layer=1)
     lens = [70, 33, 128]  # positions after this step's token
     caches, tables = [], None
     for _ in range(2):  # two equal caches: layer 1 holds every earlier position of each sequence

@@ -18,7 +18,7 @@ from kernels import cpu
 from kernels.indexer.reference import select_pages as reference_select
 from kernels.kv_cache import PagedKVCache
 
-from .helpers import draw_queries, make_batch
+from .helpers import draw_queries, layer_weights, make_batch
 
 if not cpu.available():
     if os.environ.get("REQUIRE_SERVICES") == "1":
@@ -244,9 +244,7 @@ def test_decode_layer_selects_the_reference_pages_on_long_sequences(kv):
     g = torch.Generator().manual_seed(8)
     H, Hkv, D, dim, hidden, page_size = 9, 3, 64, 96, 160, 16
     bf = lambda *shape, s=1.0: (torch.randn(*shape, generator=g) * s).to(torch.bfloat16)
-    w = cpu.LayerWeights(wqkv=bf((H + 2 * Hkv) * D, dim, s=0.3), wo=bf(dim, H * D, s=0.1), w13=bf(2 * hidden, dim, s=0.2),
-                         w2=bf(dim, hidden, s=0.1), attention_norm=bf(dim), ffn_norm=bf(dim), eps=1e-5,
-                         n_heads=H, n_kv_heads=Hkv, head_dim=D, layer=0)
+    w = layer_weights(g, H=H, Hkv=Hkv, D=D, dim=dim, hidden=hidden, layer=0)
     lens = [1500, 1210]
     batch = make_batch(lens=[n - 1 for n in lens], n_kv_heads=Hkv, head_dim=D, page_size=page_size,
                        dtype=torch.bfloat16, seed=9, extra_pages=8, kv_cache_dtype=kv,
