@@ -20,7 +20,8 @@ cache keeps float32 bounds of the dequantized keys (stored code * scale is not a
 On the CPU with the native kernels, the cache also keeps `ksketch` (L, Hkv, num_pages, R) uint8:
 an 8-bit sketch of every bounds row with its error bound (kernels/cpu/ops.c, "page-bound
 sketches"). The native indexer reads it in a first pass and scores exactly only the pages the
-sketch cannot rule out: the same selection for a quarter of the bytes. Every writer of the bounds
+sketch cannot rule out: the same selection from 192 bytes per page and KV head instead of a
+512-byte float32 bounds row (head dim 64). Every writer of the bounds
 rebuilds the sketch rows of the pages it touched (write, reset_pages here; rope_write and
 decode_layer in C). By default only float32 bounds (fp32 and fp8 caches) get sketches: a
 sketch row is three cache lines, a float32 bounds row eight, a bf16 one four, and on bf16 rows
@@ -154,6 +155,8 @@ class PagedKVCache:
         page_ids = torch.as_tensor(page_ids, dtype=torch.long, device=self.device).reshape(-1)
         if page_ids.numel() == 0:
             return
+        if bool(((page_ids < 0) | (page_ids >= self.num_pages)).any()):  # (torch would wrap -1 to the last page)
+            raise ValueError(f"page ids must be in [0, {self.num_pages}), got {page_ids.tolist()[:20]}")
         self.kmin[:, page_ids] = float("inf")
         self.kmax[:, page_ids] = float("-inf")
         self._resketch(None, page_ids)

@@ -750,7 +750,7 @@ void tk_linear(const void *x, int x_dtype, int64_t M, int64_t K, int64_t ldx, co
 
 /* ------------------------------------------------------------------------------ page-bound sketches
  * The indexer's first pass reads an 8-bit sketch of each page's [kmin | kmax] bounds row instead
- * of the row itself (a quarter of float32's bytes, half of bf16's), then scores exactly only the
+ * of the row itself (192 of a float32 row's 512 bytes at D = 64), then scores exactly only the
  * pages the sketch cannot rule out (tk_index_pages). Row layout (sketch_row_bytes(D) bytes per
  * KV head and page, rows head-major like the bounds):
  *   codes  2D uint8, padded to 16: half j (0: kmin, 1: kmax), element d ~ lo_j + code * step_j
@@ -758,9 +758,12 @@ void tk_linear(const void *x, int x_dtype, int64_t M, int64_t K, int64_t ldx, co
  * err_j bounds |bound - (lo_j + code * step_j)| over the half, computed exactly in double from
  * the codes stored, plus SKETCH_SLACK * max |bound| to cover the float32 rounding of both the
  * sketched and the exact score (each a sum of at most 2D rounded terms: below 2D * 2^-24 of
- * sum |q_d| |bound_d| each, 1.5e-5 for D = 64, so the slack must stay above 2 * 2D * 2^-24 when
- * D grows: SKETCH_MAX_D). A half with a non-finite bound, or one beyond SKETCH_MAX_ABS (its
- * products could overflow), gets err = +inf: such a page is always scored exactly. */
+ * sum |q_d| |bound_d| each, 7.6e-6 for D = 64, so the slack must stay above 2 * 2D * 2^-24 when
+ * D grows: SKETCH_MAX_D). That is relative rounding; where products fall into float32's
+ * subnormal range each operation may also lose up to 2^-150 absolutely, which the query side
+ * adds as a floor (sketch_query_init). A half with a non-finite bound, or one beyond
+ * SKETCH_MAX_ABS (its products could overflow), gets err = +inf: such a page is always scored
+ * exactly. */
 #define SKETCH_PARAMS 8
 #define SKETCH_SLACK 4e-5
 #define SKETCH_MAX_D 128
@@ -1910,19 +1913,21 @@ void tk_select_pages(const float *scores, int64_t N, int64_t Hkv, int64_t P, con
  *      others and cannot be chosen. Every other page is scored exactly from its bounds row, as
  *      score_pages would, and select_row ranks them and the forced pages as before: the same
  *      ranking key, ties and all.
- * Pass 1 reads 8-bit codes (a quarter of float32 bounds' bytes, half of bf16's); pass 2 reads
- * the few rows near the threshold. A page whose sketch has no finite error (non-finite or huge
+ * Pass 1 reads 8-bit codes and their parameters (192 bytes per page and KV head at D = 64, where
+ * the float32 bounds row is 512); pass 2 reads the few rows near the threshold. A page whose sketch has no finite error (non-finite or huge
  * bounds) is always scored exactly, so NaN / inf behave as before. */
 #define SKETCH_MIN_PAGES 64
 #define SKETCH_MIN_RATIO 8  /* pages per selected page, at least (below, the exact pass is as fast) */
 
 /* The query side of the sketched scores: qb's halves j (kmin, kmax) as int16, qi = round(qb /
-   qscale_j) with qscale_j the power of two that puts max |qb_j| at most at 32767, so that
-   qi . codes is an exact int32 (|sum| < 2D * 32767 * 255 < 2^31 for D <= SKETCH_MAX_D); and, in
-   float32 (sums and |.| sums rounded up), sum_j = sum qb_j, abs_j = sum |qb_j|,
-   slop_j = 255 * sum |qb_j - qscale_j * qi_j| (what rounding qb can cost against codes <= 255).
-   A non-finite or huge qb returns 0 (the row is scored exactly). */
-typedef struct { float sum[2], abs[2], qscale[2], slop[2]; } sketch_query;
+   qscale_j) with qscale_j the power of two that puts max |qb_j| at most at 32767, so that each
+   half's qi . codes is an exact int32 (|sum| <= D * 32767 * 255 < 2^31 for D <= SKETCH_MAX_D);
+   and, in float32 (sums and |.| sums rounded up), sum_j = sum qb_j, abs_j = sum |qb_j|,
+   slop_j = 255 * sum |qb_j - qscale_j * qi_j| (what rounding qb can cost against codes <= 255);
+   floor = (2D + 64) * 2^-149, the most that gradual underflow can cost the exact dot (2D
+   operations) and the sketched score together, added to every error bound. A non-finite, huge
+   or tiny qb (qscale would flush to zero in float32) returns 0: the row is scored exactly. */
+typedef struct { float sum[2], abs[2], qscale[2], slop[2], floor; } sketch_query;
 
 static int sketch_query_init(const float *qb, int64_t D, int16_t *qi, sketch_query *sq) {
     for (int j = 0; j < 2; j++) {
@@ -1933,7 +1938,7 @@ static int sketch_query_init(const float *qb, int64_t D, int16_t *qi, sketch_que
             abs += fabs((double)x[d]);
             amax = fabs((double)x[d]) > amax ? fabs((double)x[d]) : amax;
         }
-        if (!(abs <= SKETCH_MAX_ABS)) return 0;  /* (also NaN) */
+        if (!(abs <= SKETCH_MAX_ABS) || (amax > 0.0 && amax < 0x1p-100)) return 0;  /* (also NaN) */
         double qscale = amax > 0.0 ? ldexp(1.0, ilogb(amax / 32767.0) + 1) : 1.0;  /* amax / qscale <= 32767 */
         for (int64_t d = 0; d < D; d++) {
             double r = nearbyint(x[d] / qscale);  /* (exact: a power of two) */
@@ -1945,6 +1950,7 @@ static int sketch_query_init(const float *qb, int64_t D, int16_t *qi, sketch_que
         sq->qscale[j] = (float)qscale;
         sq->slop[j] = nextafterf((float)(255.0 * slop), INFINITY);
     }
+    sq->floor = (float)(2 * D + 64) * 0x1p-149f;  /* (a whole number of subnormal units: exact) */
     return 1;
 }
 
@@ -1965,7 +1971,8 @@ static inline void sketch_dots(const int16_t *qi, int64_t D, const uint8_t *code
      e = sum_j |qb_j|_1 err_j + slop_j step_j
    The codes' error is err_j (and its slack) against |qb_j|; slop is the rounding of qb. s and e
    are float32: their rounding (a few operations on terms below 3 max|bound| |qb|_1) and that of
-   s -/+ e stay well inside the slack in err_j (SKETCH_SLACK), e is rounded up by 2^-20. */
+   s -/+ e stay well inside the slack in err_j (SKETCH_SLACK), e is rounded up by 2^-20, and the
+   query's underflow floor is added. */
 static inline void sketch_intervals4(const int16_t *qi, const sketch_query *sq, int64_t D,
                                      const uint8_t *const row[4], float lo[4], float hi[4]) {
     const int64_t cb = sketch_codes_bytes(D);
@@ -1999,7 +2006,7 @@ static inline void sketch_intervals4(const int16_t *qi, const sketch_query *sq, 
         __m128 e = _mm_add_ps(
             _mm_add_ps(_mm_mul_ps(x2, _mm_set1_ps(sq->abs[0])), _mm_mul_ps(x1, _mm_set1_ps(sq->slop[0]))),
             _mm_add_ps(_mm_mul_ps(y1, _mm_set1_ps(sq->abs[1])), _mm_mul_ps(y0, _mm_set1_ps(sq->slop[1]))));
-        e = _mm_mul_ps(e, _mm_set1_ps(1.0f + 0x1p-20f));
+        e = _mm_add_ps(_mm_mul_ps(e, _mm_set1_ps(1.0f + 0x1p-20f)), _mm_set1_ps(sq->floor));
         __m128 bad = _mm_or_ps(_mm_cmpunord_ps(e, e), _mm_cmpeq_ps(e, _mm_set1_ps(INFINITY)));  /* (0 * inf: NaN) */
         e = _mm_blendv_ps(e, _mm_set1_ps(INFINITY), bad);
         s = _mm_blendv_ps(s, _mm_setzero_ps(), bad);
@@ -2015,7 +2022,7 @@ static inline void sketch_intervals4(const int16_t *qi, const sketch_query *sq, 
         float s = (prm[0] * sq->sum[0] + prm[1] * (sq->qscale[0] * (float)da))
                   + (prm[3] * sq->sum[1] + prm[4] * (sq->qscale[1] * (float)db));
         float e = ((prm[2] * sq->abs[0] + prm[1] * sq->slop[0]) + (prm[5] * sq->abs[1] + prm[4] * sq->slop[1]))
-                  * (1.0f + 0x1p-20f);
+                  * (1.0f + 0x1p-20f) + sq->floor;
         if (e < INFINITY) {
             lo[r] = s - e;
             hi[r] = s + e;

@@ -151,3 +151,15 @@ def test_write_rejects_wrong_shapes():
         cache.write(0, torch.tensor([0]), torch.zeros(1, 9, 64), torch.zeros(1, 9, 64))
     with pytest.raises(ValueError, match="slots"):
         cache.write(0, torch.tensor([0, 1]), torch.zeros(1, 3, 64), torch.zeros(1, 3, 64))
+
+
+def test_reset_pages_rejects_ids_outside_the_pool():
+    """torch indexing would wrap -1 to the last page and reset the wrong page (and leave its
+    indexer sketch stale): the cache refuses instead, and changes nothing."""
+    cache = PagedKVCache(num_layers=1, num_pages=4, page_size=2, n_kv_heads=1, head_dim=4, dtype=torch.float32)
+    cache.write(0, torch.arange(8), torch.ones(8, 1, 4), torch.ones(8, 1, 4))
+    before = cache.kbounds.clone()
+    for bad in ([-1], [4], [0, 7]):
+        with pytest.raises(ValueError, match="page ids must be in"):
+            cache.reset_pages(torch.tensor(bad))
+    assert torch.equal(cache.kbounds, before)

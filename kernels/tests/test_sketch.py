@@ -124,6 +124,47 @@ def test_sketch_intervals_hold_at_code_midpoints():
         assert (lo_ <= exact).all() and (exact <= hi_).all()
 
 
+def _underflow_cases(dtype):
+    """(keys (pages, D), query (1, 1, D)): page 0 must be chosen; the others score below it."""
+    D, pages = 64, 64
+    a, u = 2.0 ** -75, 2.0 ** -149
+    keys = torch.zeros(pages, D, dtype=torch.float64)
+    keys[0, :] = (0.5 + 2.0 ** -8) * u / a  # 64 products of 0.504 units: each rounds up, 64 units
+    keys[1:, 0] = 40 * u / a  # one exact product of 40 units
+    yield keys.to(dtype), torch.full((1, 1, D), a).to(dtype)
+    if dtype == torch.float32:  # a query below 2^-100 (its int16 scale would flush to zero in float32)
+        keys = torch.full((pages, D), 1e15)
+        keys[0] = 0.0
+        keys[0, 0] = 1e18
+        q = torch.zeros(1, 1, D)
+        q[0, 0, 0] = 1e-42
+        yield keys, q
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_sketches_hold_where_products_underflow(dtype):
+    """Scores in float32's subnormal range, where rounding is absolute (up to 2^-150 an
+    operation), not relative, and a float32 query too small for the int16 scale: the intervals
+    hold the exact scores and the selection is the exact pass's. (Found by review: the error
+    bound was relative only, and the scale could flush to zero.)"""
+    D, pages = 64, 64
+    table = torch.arange(pages, dtype=torch.int32)[None]
+    lens = torch.tensor([pages], dtype=torch.int32)
+    kw = dict(budget=8, sink_pages=0, local_pages=0)
+    for keys, q in _underflow_cases(dtype):
+        cache = PagedKVCache(num_layers=1, num_pages=pages, page_size=1, n_kv_heads=1, head_dim=D, dtype=dtype,
+                             page_sketches=True)
+        cache.write(0, torch.arange(pages), keys[:, None, :], keys[:, None, :])
+        exact_scores = cpu.page_scores(q, cache.kbounds[0], table).double()
+        lo, hi = cpu.sketch_intervals(q, cache, 0, table)
+        assert ((lo <= exact_scores) & (exact_scores <= hi)).all()
+        got = cpu.select_pages(q, cache, 0, table, lens, **kw)
+        sketches, cache.ksketch = cache.ksketch, None
+        exact = cpu.select_pages(q, cache, 0, table, lens, **kw)
+        cache.ksketch = sketches
+        assert torch.equal(got, exact) and 0 in got[0, 0].tolist()
+
+
 SELECTION_CASES = [
     # (lens, page_size, budget, sink, local)
     ([2000, 1500, 1100, 600], 16, 64, 1, 2),
