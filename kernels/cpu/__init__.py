@@ -277,7 +277,7 @@ def advise_huge(t: torch.Tensor) -> None:
 
 def sketch_row_bytes(head_dim: int) -> int:
     """Bytes of one page-bound sketch row (ops.c, "page-bound sketches"): 2 * head_dim 8-bit codes,
-    padded to 16, then 8 float32 parameters."""
+    padded to 16, then 8 float32 parameters, padded to whole 64-byte lines."""
     return int(_lib().tk_sketch_row_bytes(head_dim))
 
 

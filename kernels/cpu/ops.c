@@ -1904,8 +1904,8 @@ void tk_select_pages(const float *scores, int64_t N, int64_t Hkv, int64_t P, con
  * are not scored at all (their scores were never read).
  *
  * With page sketches (ksketch, see "page-bound sketches") and a row of at least
- * SKETCH_MIN_PAGES pages, four times the selection, a row takes two passes instead, and selects
- * exactly the same pages:
+ * SKETCH_MIN_PAGES pages, SKETCH_MIN_RATIO times the selection, a row takes two passes instead,
+ * and selects exactly the same pages:
  *   1. every page's sketched score s~ and its error bound e from the 8-bit sketch row: the exact
  *      score s (the float32 value score_pages computes) lies in [L, U] = [s~ - e, s~ + e];
  *   2. T = the k'-th largest L among the pages that are not forced (k' = the slots left after
