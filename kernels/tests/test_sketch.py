@@ -34,6 +34,15 @@ def _decode_rows(sketch: torch.Tensor, D: int):
     return codes, prm[..., [0, 3]], prm[..., [1, 4]], prm[..., [2, 5]]
 
 
+def _exact_select(q, cache: PagedKVCache, table, seq_lens, **kw) -> torch.Tensor:
+    """The native selection with the sketches set aside: every page scored exactly."""
+    sketches, cache.ksketch = cache.ksketch, None
+    try:
+        return cpu.select_pages(q, cache, 0, table, seq_lens, **kw)
+    finally:
+        cache.ksketch = sketches
+
+
 def _fresh(cache: PagedKVCache) -> torch.Tensor:
     """The sketches rebuilt from the bounds as they are now."""
     fresh = torch.empty_like(cache.ksketch)
@@ -159,9 +168,7 @@ def test_sketches_hold_where_products_underflow(dtype):
         lo, hi = cpu.sketch_intervals(q, cache, 0, table)
         assert ((lo <= exact_scores) & (exact_scores <= hi)).all()
         got = cpu.select_pages(q, cache, 0, table, lens, **kw)
-        sketches, cache.ksketch = cache.ksketch, None
-        exact = cpu.select_pages(q, cache, 0, table, lens, **kw)
-        cache.ksketch = sketches
+        exact = _exact_select(q, cache, table, lens, **kw)
         assert torch.equal(got, exact) and 0 in got[0, 0].tolist()
 
 
@@ -194,9 +201,7 @@ def test_sketched_selection_is_the_exact_selection(kv, dtype, heads, hkv, d, dis
         kw = dict(budget=budget, sink_pages=sink, local_pages=local)
         expected = reference_select(q, cache, 0, table, seq_lens, **kw)
         got = cpu.select_pages(q, cache, 0, table, seq_lens, **kw)
-        sketches, cache.ksketch = cache.ksketch, None
-        exact = cpu.select_pages(q, cache, 0, table, seq_lens, **kw)
-        cache.ksketch = sketches
+        exact = _exact_select(q, cache, table, seq_lens, **kw)
         assert torch.equal(exact, expected), case
         assert torch.equal(got, expected), case
 
