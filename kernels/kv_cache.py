@@ -230,14 +230,15 @@ class PagedKVCache:
         kmax.scatter_reduce_(0, index, flat, reduce="amax", include_self=True)
         self.kmin[layer, touched] = kmin.view(-1, Hkv, D)
         self.kmax[layer, touched] = kmax.view(-1, Hkv, D)
-        self._resketch(layer, touched)
+        self._resketch(layer, touched, unique=True)
 
-    def _resketch(self, layer: int | None, pages: torch.Tensor) -> None:
+    def _resketch(self, layer: int | None, pages: torch.Tensor, *, unique: bool = False) -> None:
         """Rebuild the page-bound sketches of `pages` in `layer` (None: every layer) after their
         bounds changed."""
         if self.ksketch is None:
             return
-        pages = torch.unique(pages)  # (one writer per row: the native loop runs rows in parallel)
+        if not unique:
+            pages = torch.unique(pages)  # (one writer per row: the native loop runs rows in parallel)
         if layer is None:
             kernels_cpu.sketch_pages(self.kbounds, self.ksketch, pages)
         else:
