@@ -20,11 +20,12 @@ cache keeps float32 bounds of the dequantized keys (stored code * scale is not a
 On the CPU with the native kernels, the cache also keeps `ksketch` (L, Hkv, num_pages, R) uint8:
 an 8-bit sketch of every bounds row with its error bound (kernels/cpu/ops.c, "page-bound
 sketches"). The native indexer reads it in a first pass and scores exactly only the pages the
-sketch cannot rule out: the same selection from 192 bytes per page and KV head instead of a
+sketch cannot rule out: the same selection from 160 bytes per page and KV head instead of a
 512-byte float32 bounds row (head dim 64). Every writer of the bounds rebuilds the sketch rows
-of the pages it touched (write, reset_pages here; rope_write and decode_layer in C). By default only float32 bounds (fp32 and fp8 caches) get sketches: a
-sketch row is three cache lines, a float32 bounds row eight, a bf16 one four, and on bf16 rows
-the first pass's extra work eats the saving (measured: kernels/README.md).
+of the pages it touched (write, reset_pages here; rope_write and decode_layer in C). By default
+only float32 bounds (fp32 and fp8 caches) get sketches: a sketch row spans three cache lines, a
+float32 bounds row eight, a bf16 one four, and on bf16 rows the first pass's extra work eats the
+saving (measured: README.md, "Kernel variants").
 `page_sketches=True` sketches bf16 bounds too, `False` keeps none (every page scored exactly).
 
 A slot is `page_id * page_size + offset`. The engine owns page allocation; it calls

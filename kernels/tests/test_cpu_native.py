@@ -17,7 +17,7 @@ from kernels import cpu
 from kernels.attention.dense import dense_decode
 from kernels.kv_cache import PagedKVCache
 
-from .helpers import layer_weights
+from .helpers import draw_queries, layer_weights, make_batch
 
 if not cpu.available():
     if os.environ.get("REQUIRE_SERVICES") == "1":
@@ -435,6 +435,26 @@ def test_page_scores_match_the_torch_indexer(heads, hkv, d, dtype):
     assert torch.equal(cpu.select_pages(q, cache, 0, table, seq_lens, **kw), expected)  # fused: the same pages
     for rows in ([0], [3], [2, 1]):  # batch invariant
         assert torch.equal(cpu.select_pages(q[rows], cache, 0, table[rows], seq_lens[rows], **kw), expected[rows])
+
+
+def test_variant_builds_read_the_sketches_alike(variant_lib, monkeypatch):
+    """The indexer's first pass over the page-bound sketches takes eight pages at a time in the
+    SIMD builds (D a multiple of 16) and one at a time in plain C: every build puts the same
+    interval around every page, bit for bit, and selects the same pages."""
+    kw = dict(budget=256, sink_pages=1, local_pages=2)
+    cases = []
+    for d in (64, 40):  # (40: the one-page loop in every build)
+        batch = make_batch(lens=[3000, 1500, 37], n_kv_heads=3, head_dim=d, page_size=16, seed=d,
+                           page_sketches=True)
+        q = draw_queries(3, 9, d, seed=d)
+        args = (q, batch.cache, 0, batch.block_table)
+        cases.append((args, batch.seq_lens, cpu.sketch_intervals(*args), cpu.select_pages(*args, batch.seq_lens, **kw)))
+        assert torch.isfinite(cases[-1][2][0][0, :, :180]).all()  # (the pages of the long rows are bounded)
+    monkeypatch.setattr(cpu, "_lib", lambda: variant_lib)
+    for args, seq_lens, (lo, hi), selected in cases:
+        lo_v, hi_v = cpu.sketch_intervals(*args)
+        assert torch.equal(lo_v, lo) and torch.equal(hi_v, hi)
+        assert torch.equal(cpu.select_pages(*args, seq_lens, **kw), selected)
 
 
 def test_fused_selection_shapes_and_bad_input():
