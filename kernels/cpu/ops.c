@@ -1856,24 +1856,40 @@ static int cmp_i32(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* The score whose key tops key's high half (page_key inverted; NaN comes back as NaN). */
+static inline float key_score(int64_t key) {
+    int64_t m = key >> 32;  /* (the low half is in [0, 2^32): an arithmetic shift takes it off) */
+    int32_t bits = (int32_t)(m >= 0 ? m : (m ^ 0x7FFFFFFF));
+    float v;
+    memcpy(&v, &bits, 4);
+    return v;
+}
+
 /* One (query, KV head) row of the selection: sc[p] the scores of pages p < n_pages (never read
    past them, nor for forced pages), out K entries. heap: min(K, P) + 1 int64 of scratch. With a
-   list, only its n_list pages are ranked (the caller knows no other page can be chosen). */
+   list, only its n_list pages are ranked (the caller knows no other page can be chosen). Once
+   the heap is full, an ordinary page whose score is below the heap's least score is passed over
+   without its key (its key is smaller whatever its index). */
 static void select_row(const float *sc, int64_t P, int64_t n_pages, int64_t sink, int64_t local, int64_t K,
                        const int32_t *list, int64_t n_list, int64_t *heap, int32_t *o) {
     const int64_t k_top = K < P ? K : P;
     int64_t filled = 0;
+    float least = -INFINITY;  /* (the heap's least score once full; -inf passes nothing over) */
     for (int64_t i = 0, count = list ? n_list : P; i < count; i++) {
         const int64_t p = list ? list[i] : i;
+        if (p >= sink && p < n_pages - local && sc[p] < least) continue;
         float v = p >= n_pages ? -INFINITY : (p < sink || p >= n_pages - local) ? INFINITY : sc[p];
         int64_t key = page_key(v, p, P);
         if (filled < k_top) {
             heap[filled++] = key;
-            if (filled == k_top)
+            if (filled == k_top) {
                 for (int64_t i = k_top / 2 - 1; i >= 0; i--) heap_sift_down(heap, k_top, i);
+                least = key_score(heap[0]);
+            }
         } else if (k_top > 0 && key > heap[0]) {
             heap[0] = key;
             heap_sift_down(heap, k_top, 0);
+            least = key_score(heap[0]);
         }
     }
     int64_t kept = 0;
@@ -1882,7 +1898,15 @@ static void select_row(const float *sc, int64_t P, int64_t n_pages, int64_t sink
         float v = p >= n_pages ? -INFINITY : (p < sink || p >= n_pages - local) ? INFINITY : sc[p];
         if (v > -INFINITY) o[kept++] = (int32_t)p;  /* (false for NaN, as in the reference) */
     }
-    qsort(o, (size_t)kept, sizeof(int32_t), cmp_i32);
+    if (kept > 64)  /* ascending */
+        qsort(o, (size_t)kept, sizeof(int32_t), cmp_i32);
+    else
+        for (int64_t i = 1; i < kept; i++) {
+            int32_t x = o[i];
+            int64_t j = i;
+            for (; j > 0 && o[j - 1] > x; j--) o[j] = o[j - 1];
+            o[j] = x;
+        }
     for (int64_t i = kept; i < K; i++) o[i] = -1;
 }
 

@@ -561,15 +561,20 @@ def test_sparse_decode_is_batch_invariant_and_takes_any_page_order():
                          ids=lambda v: str(v))
 def test_select_from_scores_equals_the_torch_reference(P, budget, sink, local, k_out):
     """The native top-k against kernels.indexer.reference.select_from_scores, exactly: ties (many
-    equal scores), NaN, +-inf, -0.0 and +0.0, sequences of every length up to the table."""
+    equal scores), scores an ulp apart and tiny ones (the heap passes over a page below its
+    least score), NaN, +-inf, -0.0 and +0.0, sequences of every length up to the table."""
     from kernels.indexer.reference import select_from_scores
 
     g = torch.Generator().manual_seed(P + budget)
     N, Hkv = 6, 3
-    for trial in range(20):
+    for trial in range(24):
         scores = torch.randint(-4, 5, (N, Hkv, P), generator=g).float() / 2  # coarse: many ties
-        if trial % 2:
+        if trial % 4 == 1:
             scores = torch.randn(N, Hkv, P, generator=g)
+        elif trial % 4 == 2:
+            scores = torch.randn(N, Hkv, P, generator=g) * 1e-3
+        elif trial % 4 == 3:  # 1 + k ulp
+            scores = 1.0 + torch.randint(0, 9, (N, Hkv, P), generator=g).float() * 2.0 ** -23
         special = torch.tensor([float("nan"), float("inf"), float("-inf"), -0.0, 0.0])
         pick = torch.rand(N, Hkv, P, generator=g) < 0.1
         scores[pick] = special[torch.randint(0, 5, (int(pick.sum()),), generator=g)]
