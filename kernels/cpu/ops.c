@@ -99,8 +99,8 @@ static int64_t quantize_row_fp8(const float *x, int64_t D, float scale, uint8_t 
         dst[d] = c;
         if (kmin) {
             float r = fp8_table[c] * scale;
-            if (r < kmin[d]) kmin[d] = r;
-            if (r > kmax[d]) kmax[d] = r;
+            if (r < kmin[d] || r != r) kmin[d] = r;  /* (NaN gets in and stays, as torch's amin / amax) */
+            if (r > kmax[d] || r != r) kmax[d] = r;
         }
     }
     return saturated;
@@ -857,10 +857,12 @@ static void rope_head_bf16(const uint16_t *x, const uint16_t *c, const uint16_t 
                               : load_bf16x16(x + d - half);
         __m512 v = _mm512_add_ps(round_bf16x16(_mm512_mul_ps(xv, cv)), round_bf16x16(_mm512_mul_ps(rot, sv)));
         store_bf16x16(dst + d, v);
-        if (bounds) {  /* min/max of what was stored; NaN never enters a bound, as in the scalar loop */
+        if (bounds) {  /* min/max of what was stored; NaN gets in and stays, as in the scalar loop */
             __m512 stored = round_bf16x16(v);  /* (bf16 values: storing them as bf16 is exact) */
-            store_bf16x16(bounds + d, _mm512_min_ps(stored, load_bf16x16(bounds + d)));
-            store_bf16x16(bounds + D + d, _mm512_max_ps(stored, load_bf16x16(bounds + D + d)));
+            __mmask16 nan = _mm512_cmp_ps_mask(stored, stored, _CMP_UNORD_Q);  /* (min/max keep a NaN bound) */
+            store_bf16x16(bounds + d, _mm512_mask_mov_ps(_mm512_min_ps(stored, load_bf16x16(bounds + d)), nan, stored));
+            store_bf16x16(bounds + D + d,
+                          _mm512_mask_mov_ps(_mm512_max_ps(stored, load_bf16x16(bounds + D + d)), nan, stored));
         }
     }
 }
@@ -878,10 +880,11 @@ static void rope_head_bf16(const uint16_t *x, const uint16_t *c, const uint16_t 
                               : load_bf16x8(x + d - half);
         __m256 v = _mm256_add_ps(round_bf16x8(_mm256_mul_ps(xv, cv)), round_bf16x8(_mm256_mul_ps(rot, sv)));
         store_bf16x8(dst + d, v);
-        if (bounds) {  /* min/max of what was stored; NaN never enters a bound (min/max keep the bound) */
+        if (bounds) {  /* min/max of what was stored; NaN gets in and stays, as in the scalar loop */
             __m256 stored = round_bf16x8(v);  /* (bf16 values: storing them as bf16 is exact) */
-            store_bf16x8(bounds + d, _mm256_min_ps(stored, load_bf16x8(bounds + d)));
-            store_bf16x8(bounds + D + d, _mm256_max_ps(stored, load_bf16x8(bounds + D + d)));
+            __m256 nan = _mm256_cmp_ps(stored, stored, _CMP_UNORD_Q);  /* (min/max keep a NaN bound) */
+            store_bf16x8(bounds + d, _mm256_blendv_ps(_mm256_min_ps(stored, load_bf16x8(bounds + d)), stored, nan));
+            store_bf16x8(bounds + D + d, _mm256_blendv_ps(_mm256_max_ps(stored, load_bf16x8(bounds + D + d)), stored, nan));
         }
     }
 }
@@ -964,8 +967,11 @@ void tk_rope_write(const void *qkv, int dtype, int64_t T, int64_t H, int64_t Hkv
                     store_elem(k_cache, dtype, (slot * Hkv + kh) * D + d, v);
                     float stored = load_elem(k_cache, dtype, (slot * Hkv + kh) * D + d);
                     int64_t row = ((kh * num_pages + page) * 2) * D;  /* [kmin | kmax] in `dtype` */
-                    if (stored < load_elem(kbounds, dtype, row + d)) store_elem(kbounds, dtype, row + d, stored);
-                    if (stored > load_elem(kbounds, dtype, row + D + d)) store_elem(kbounds, dtype, row + D + d, stored);
+                    /* (NaN gets in and stays, as torch's amin / amax) */
+                    if (stored < load_elem(kbounds, dtype, row + d) || stored != stored)
+                        store_elem(kbounds, dtype, row + d, stored);
+                    if (stored > load_elem(kbounds, dtype, row + D + d) || stored != stored)
+                        store_elem(kbounds, dtype, row + D + d, stored);
                 }
             }
             if (h >= H && kv_dtype == FP8) {

@@ -159,6 +159,41 @@ def test_rope_write_matches_torch_rope_and_cache_write(dtype, H, Hkv, D, slots, 
     assert torch.equal(native.kbounds, ref.kbounds)
 
 
+@pytest.mark.parametrize("kv", ["auto", "fp8_e4m3"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
+def test_rope_write_lets_nan_keys_into_the_bounds_as_torch_does(dtype, kv, variant_lib, monkeypatch):
+    """A NaN key makes its page's bounds NaN where it lands, in the native write (this machine's
+    build and each -march variant: the SIMD and scalar loops) as in PagedKVCache.write (torch's
+    amin / amax propagate NaN), and keeps them NaN: the indexer then scores that page NaN on
+    both paths (ranked first, as the reference ranks NaN)."""
+    from inference.model import apply_rope
+
+    g = torch.Generator().manual_seed(5)
+    H, Hkv, D, slots = 9, 3, 64, torch.tensor([3, 4, 5, 40, 41])
+    qkv = torch.randn(len(slots), H + 2 * Hkv, D, generator=g).to(dtype)
+    qkv[1, H + 2, 7] = float("nan")  # page 0, KV head 2
+    qkv[3, H, 40] = float("nan")  # page 2, KV head 0; a finite key after it on the same page
+    angles = torch.rand(len(slots), D, generator=g) * 6
+    cos, sin = angles.cos().to(dtype), angles.sin().to(dtype)
+    ref = _cache(dtype, kv=kv)
+    if kv == "fp8_e4m3":
+        ref.set_scales(1, torch.full((Hkv,), 0.02), torch.full((Hkv,), 0.02))
+    qk = apply_rope(qkv[:, : H + Hkv], cos[:, None], sin[:, None])
+    ref.write(1, slots, qk[:, H:], qkv[:, H + Hkv:])
+    want = ref.kbounds[1].float()
+    assert int(want.isnan().sum()) == 8  # two keys, each NaN in two rotate-half dims, in kmin and kmax
+    for lib in ("native", "variant"):
+        if lib == "variant":
+            monkeypatch.setattr(cpu, "_lib", lambda: variant_lib)
+        native = _cache(dtype, kv=kv)
+        if kv == "fp8_e4m3":
+            native.set_scales(1, torch.full((Hkv,), 0.02), torch.full((Hkv,), 0.02))
+        cpu.rope_write(qkv, H, cos, sin, slots, native, 1)
+        got = native.kbounds[1].float()
+        assert torch.equal(got.isnan(), want.isnan()), lib
+        assert torch.equal(got.nan_to_num(0.0), want.nan_to_num(0.0)), lib
+
+
 def test_fp8_quantization_is_torchs_bit_for_bit():
     # every e4m3 value, the midpoints between neighbours (ties to even) and one float32 step
     # either side of both, subnormals, the saturation edge, +-0, inf, NaN, and random magnitudes
