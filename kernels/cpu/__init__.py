@@ -318,7 +318,7 @@ def _sketch_ptr(cache, layer: int):
     """The layer's page-bound sketches for the C calls, or None (the indexer then scores every page
     exactly; the writers keep none)."""
     sketch = getattr(cache, "ksketch", None)
-    return None if sketch is None else sketch[layer].data_ptr()
+    return None if sketch is None else _layer_ptr(sketch, layer)
 
 
 def _fp8_args(cache, layer: int) -> tuple:
@@ -570,14 +570,15 @@ def select_pages(q: torch.Tensor, cache, layer: int, block_table: torch.Tensor, 
     sequence's end not scored. The same scores as page_scores bit for bit, so the same pages (tested). Bounds in
     a dtype the native code does not read (float16) go the reference's way."""
     from kernels.indexer.reference import num_selected_pages
-    from kernels.indexer.reference import select_pages as reference
 
-    kbounds = cache.kbounds[layer]
+    kbounds = cache.kbounds  # (the layer's rows by offset: no view per call, this is on every decode step)
     if kbounds.dtype not in _DTYPE_CODES or kbounds.device.type != "cpu":
+        from kernels.indexer.reference import select_pages as reference
+
         return reference(q, cache, layer, block_table, seq_lens, budget=budget, sink_pages=sink_pages,
                          local_pages=local_pages, scorer=page_scores, chooser=select_from_scores)
     N, H, D = q.shape
-    Hkv, num_pages, two, Dk = kbounds.shape
+    L, Hkv, num_pages, two, Dk = kbounds.shape
     if D != Dk or H % Hkv:
         raise ValueError(f"q {tuple(q.shape)} does not fit {cache!r}")
     if block_table.dim() != 2 or block_table.shape[0] != N or seq_lens.shape != (N,):
@@ -588,13 +589,27 @@ def select_pages(q: torch.Tensor, cache, layer: int, block_table: torch.Tensor, 
     out = torch.empty(N, Hkv, K, dtype=torch.int32)
     if out.numel():
         q = _query_for_indexer(q)
-        table = block_table.to(torch.int32).contiguous()
-        lens = seq_lens.to(torch.int32).contiguous()
-        _lib().tk_index_pages(q.data_ptr(), _DTYPE_CODES[q.dtype], N, H, Hkv, D, kbounds.data_ptr(),
+        table = _int32(block_table)
+        lens = _int32(seq_lens)
+        _lib().tk_index_pages(q.data_ptr(), _DTYPE_CODES[q.dtype], N, H, Hkv, D, _layer_ptr(kbounds, layer),
                               _DTYPE_CODES[kbounds.dtype], _sketch_ptr(cache, layer), num_pages, table.data_ptr(),
                               P, P, lens.data_ptr(),
                               cache.page_size, sink_pages, local_pages, K, out.data_ptr(), _threads())
     return out
+
+
+def _int32(t: torch.Tensor) -> torch.Tensor:
+    """t as contiguous int32 (itself when it already is: the common case costs no copy)."""
+    return t if t.dtype == torch.int32 and t.is_contiguous() else t.to(torch.int32).contiguous()
+
+
+def _layer_ptr(t: torch.Tensor, layer: int) -> int:
+    """The address of t[layer] (a cache tensor, one contiguous slab per layer) without making the
+    view; layer indexes as t[layer] would (negative from the end, IndexError past it)."""
+    n = t.shape[0]
+    if not -n <= layer < n:
+        raise IndexError(f"layer {layer} is out of range for a cache of {n} layers")
+    return t.data_ptr() + (layer % n) * t.stride(0) * t.element_size()
 
 
 def stream_read_seconds(tensors: list[torch.Tensor], *, repeats: int = 3) -> float:

@@ -492,6 +492,35 @@ def test_variant_builds_read_the_sketches_alike(variant_lib, monkeypatch):
         assert torch.equal(cpu.select_pages(*args, seq_lens, **kw), selected)
 
 
+@pytest.mark.parametrize("sketches", [False, True], ids=["exact", "sketched"])
+def test_select_pages_reads_the_layer_asked_for(sketches):
+    """The native indexer finds a layer's bounds (and sketches) by offset, without a view per call:
+    each layer of a three-layer cache selects its own pages, as the reference does, negative
+    layers count from the end as tensor indexing does, and a layer past the cache is an error."""
+    from kernels.indexer.reference import select_pages as reference_select
+
+    kw = dict(budget=128, sink_pages=1, local_pages=2)
+    batches = [make_batch(lens=[1500, 700], n_kv_heads=3, head_dim=64, page_size=16, num_layers=3, layer=layer,
+                          seed=layer, page_sketches=sketches) for layer in range(3)]
+    cache = batches[0].cache  # (each batch wrote one layer of its own cache: gather them into one)
+    for layer in (1, 2):
+        cache.k[layer], cache.v[layer] = batches[layer].cache.k[layer], batches[layer].cache.v[layer]
+        cache.kbounds[layer] = batches[layer].cache.kbounds[layer]
+        if sketches:
+            cache.ksketch[layer] = batches[layer].cache.ksketch[layer]
+    q = draw_queries(2, 9, 64, seed=9)
+    picked = []
+    for layer in range(3):
+        table, lens = batches[layer].block_table, batches[layer].seq_lens
+        got = cpu.select_pages(q, cache, layer, table, lens, **kw)
+        assert torch.equal(got, reference_select(q, cache, layer, table, lens, **kw)), layer
+        assert torch.equal(cpu.select_pages(q, cache, layer - 3, table, lens, **kw), got), layer
+        picked.append(got)
+    assert not torch.equal(picked[0], picked[1]) and not torch.equal(picked[1], picked[2])
+    with pytest.raises(IndexError, match="layer 3"):
+        cpu.select_pages(q, cache, 3, batches[0].block_table, batches[0].seq_lens, **kw)
+
+
 def test_fused_selection_shapes_and_bad_input():
     cache, table, seq_lens = _filled_cache(torch.bfloat16, [40, 1], page_size=16, hkv=3, d=64)
     q = torch.randn(2, 9, 64).to(torch.bfloat16)
