@@ -277,7 +277,7 @@ def advise_huge(t: torch.Tensor) -> None:
 
 def sketch_row_bytes(head_dim: int) -> int:
     """Bytes of one page-bound sketch row (ops.c, "page-bound sketches"): 2 * head_dim 8-bit codes,
-    padded to 16, then 8 float32 parameters, padded to whole 64-byte lines."""
+    padded to 16, then 8 float32 parameters (160 bytes at head_dim 64)."""
     return int(_lib().tk_sketch_row_bytes(head_dim))
 
 
@@ -587,11 +587,12 @@ def select_pages(q: torch.Tensor, cache, layer: int, block_table: torch.Tensor, 
     P = block_table.shape[1]
     K = min(num_selected_pages(budget, cache.page_size, P), P)  # the reference's width
     out = torch.empty(N, Hkv, K, dtype=torch.int32)
+    kb_ptr = _layer_ptr(kbounds, layer)  # (checks the layer, as kbounds[layer] would)
     if out.numel():
         q = _query_for_indexer(q)
         table = _int32(block_table)
         lens = _int32(seq_lens)
-        _lib().tk_index_pages(q.data_ptr(), _DTYPE_CODES[q.dtype], N, H, Hkv, D, _layer_ptr(kbounds, layer),
+        _lib().tk_index_pages(q.data_ptr(), _DTYPE_CODES[q.dtype], N, H, Hkv, D, kb_ptr,
                               _DTYPE_CODES[kbounds.dtype], _sketch_ptr(cache, layer), num_pages, table.data_ptr(),
                               P, P, lens.data_ptr(),
                               cache.page_size, sink_pages, local_pages, K, out.data_ptr(), _threads())

@@ -1883,7 +1883,7 @@ static void select_row(const float *sc, int64_t P, int64_t n_pages, int64_t sink
     float least = -INFINITY;  /* (the heap's least score once full; -inf passes nothing over) */
     for (int64_t i = 0, count = list ? n_list : P; i < count; i++) {
         const int64_t p = list ? list[i] : i;
-        if (p >= sink && p < n_pages - local && sc[p] < least) continue;
+        if (p >= sink && p < n_pages && p < n_pages - local && sc[p] < least) continue;  /* (sc[p]: p < n_pages) */
         float v = p >= n_pages ? -INFINITY : (p < sink || p >= n_pages - local) ? INFINITY : sc[p];
         int64_t key = page_key(v, p, P);
         if (filled < k_top) {
