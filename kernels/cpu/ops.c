@@ -1999,76 +1999,35 @@ static inline void sketch_dots(const int16_t *qi, int64_t D, const uint8_t *code
     *b = sb;
 }
 
-/* [lo[r], hi[r]] around the exact float32 score of the page whose sketch row is row[r], four
-   pages at a time; (-inf, inf) where the sketch has no finite error bound.
+/* [lo, hi] around the exact float32 score of the page whose sketch row is row; (-inf, inf) where
+   the sketch has no finite error bound.
      s = sum_j lo_j sum(qb_j) + step_j qscale_j (qi_j . codes_j)
      e = sum_j |qb_j|_1 err_j + slop_j step_j
    The codes' error is err_j (and its slack) against |qb_j|; slop is the rounding of qb. s and e
    are float32: their rounding (a few operations on terms below 3 max|bound| |qb|_1) and that of
    s -/+ e stay well inside the slack in err_j (SKETCH_SLACK), e is rounded up by 2^-20, and the
    query's underflow floor is added. */
-static inline void sketch_intervals4(const int16_t *qi, const sketch_query *sq, int64_t D,
-                                     const uint8_t *const row[4], float lo[4], float hi[4]) {
-    const int64_t cb = sketch_codes_bytes(D);
-#if defined(__AVX512F__) || defined(TK_AVX2)
-    if (D % 16 == 0) {
-        __m256i n[4], p[4];
-        for (int r = 0; r < 4; r++) n[r] = p[r] = _mm256_setzero_si256();
-        for (int64_t d = 0; d < D; d += 16) {
-            __m256i qn = _mm256_loadu_si256((const __m256i *)(qi + d));
-            __m256i qp = _mm256_loadu_si256((const __m256i *)(qi + D + d));
-            for (int r = 0; r < 4; r++) {
-                n[r] = _mm256_add_epi32(n[r], _mm256_madd_epi16(
-                    qn, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(row[r] + d)))));
-                p[r] = _mm256_add_epi32(p[r], _mm256_madd_epi16(
-                    qp, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(row[r] + D + d)))));
-            }
-        }
-        __m256i tn = _mm256_hadd_epi32(_mm256_hadd_epi32(n[0], n[1]), _mm256_hadd_epi32(n[2], n[3]));
-        __m256i tp = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-        __m128 a0 = _mm_cvtepi32_ps(_mm_add_epi32(_mm256_castsi256_si128(tn), _mm256_extracti128_si256(tn, 1)));
-        __m128 a1 = _mm_cvtepi32_ps(_mm_add_epi32(_mm256_castsi256_si128(tp), _mm256_extracti128_si256(tp, 1)));
-        __m128 x0 = _mm_loadu_ps((const float *)(row[0] + cb)), x1 = _mm_loadu_ps((const float *)(row[1] + cb));
-        __m128 x2 = _mm_loadu_ps((const float *)(row[2] + cb)), x3 = _mm_loadu_ps((const float *)(row[3] + cb));
-        __m128 y0 = _mm_loadu_ps((const float *)(row[0] + cb) + 4), y1 = _mm_loadu_ps((const float *)(row[1] + cb) + 4);
-        __m128 y2 = _mm_loadu_ps((const float *)(row[2] + cb) + 4), y3 = _mm_loadu_ps((const float *)(row[3] + cb) + 4);
-        _MM_TRANSPOSE4_PS(x0, x1, x2, x3);  /* lo_0, step_0, err_0, lo_1 of the four rows */
-        _MM_TRANSPOSE4_PS(y0, y1, y2, y3);  /* step_1, err_1 */
-        __m128 s = _mm_add_ps(
-            _mm_add_ps(_mm_mul_ps(x0, _mm_set1_ps(sq->sum[0])), _mm_mul_ps(x1, _mm_mul_ps(_mm_set1_ps(sq->qscale[0]), a0))),
-            _mm_add_ps(_mm_mul_ps(x3, _mm_set1_ps(sq->sum[1])), _mm_mul_ps(y0, _mm_mul_ps(_mm_set1_ps(sq->qscale[1]), a1))));
-        __m128 e = _mm_add_ps(
-            _mm_add_ps(_mm_mul_ps(x2, _mm_set1_ps(sq->abs[0])), _mm_mul_ps(x1, _mm_set1_ps(sq->slop[0]))),
-            _mm_add_ps(_mm_mul_ps(y1, _mm_set1_ps(sq->abs[1])), _mm_mul_ps(y0, _mm_set1_ps(sq->slop[1]))));
-        e = _mm_add_ps(_mm_mul_ps(e, _mm_set1_ps(1.0f + 0x1p-20f)), _mm_set1_ps(sq->floor));
-        __m128 bad = _mm_or_ps(_mm_cmpunord_ps(e, e), _mm_cmpeq_ps(e, _mm_set1_ps(INFINITY)));  /* (0 * inf: NaN) */
-        e = _mm_blendv_ps(e, _mm_set1_ps(INFINITY), bad);
-        s = _mm_blendv_ps(s, _mm_setzero_ps(), bad);
-        _mm_storeu_ps(lo, _mm_sub_ps(s, e));
-        _mm_storeu_ps(hi, _mm_add_ps(s, e));
-        return;
-    }
-#endif
-    for (int r = 0; r < 4; r++) {
-        const float *prm = (const float *)(row[r] + cb);
-        int32_t da, db;
-        sketch_dots(qi, D, row[r], &da, &db);
-        float s = (prm[0] * sq->sum[0] + prm[1] * (sq->qscale[0] * (float)da))
-                  + (prm[3] * sq->sum[1] + prm[4] * (sq->qscale[1] * (float)db));
-        float e = ((prm[2] * sq->abs[0] + prm[1] * sq->slop[0]) + (prm[5] * sq->abs[1] + prm[4] * sq->slop[1]))
-                  * (1.0f + 0x1p-20f) + sq->floor;
-        if (e < INFINITY) {
-            lo[r] = s - e;
-            hi[r] = s + e;
-        } else {  /* (unbounded, or NaN from 0 * inf) */
-            lo[r] = -INFINITY;
-            hi[r] = INFINITY;
-        }
+static inline void sketch_interval(const int16_t *qi, const sketch_query *sq, int64_t D, const uint8_t *row,
+                                   float *lo, float *hi) {
+    const float *prm = (const float *)(row + sketch_codes_bytes(D));
+    int32_t da, db;
+    sketch_dots(qi, D, row, &da, &db);
+    float s = (prm[0] * sq->sum[0] + prm[1] * (sq->qscale[0] * (float)da))
+              + (prm[3] * sq->sum[1] + prm[4] * (sq->qscale[1] * (float)db));
+    float e = ((prm[2] * sq->abs[0] + prm[1] * sq->slop[0]) + (prm[5] * sq->abs[1] + prm[4] * sq->slop[1]))
+              * (1.0f + 0x1p-20f) + sq->floor;
+    if (e < INFINITY) {
+        *lo = s - e;
+        *hi = s + e;
+    } else {  /* (unbounded, or NaN from 0 * inf) */
+        *lo = -INFINITY;
+        *hi = INFINITY;
     }
 }
 
-/* sketch_intervals4 for eight pages: the same operations lane for lane (so the same bits), with
-   the dots' sums and the float32 combination eight pages wide (what pass 1 spends its time on). */
+/* sketch_interval for eight pages. The SIMD builds (D a multiple of 16) do the same operations
+   lane for lane, so the same bits (tested against the plain-C build), with the dots' sums and
+   the float32 combination eight pages wide: what pass 1 spends its time on. */
 #if defined(__AVX512F__) || defined(TK_AVX2)
 /* The eight pages' dots of one half: qj[0..D) . row[r][off..off + D), exact int32, as float32. */
 static inline __m256 sketch_half_dots8(const int16_t *qj, int64_t D, const uint8_t *const row[8], int64_t off) {
@@ -2124,8 +2083,7 @@ static inline void sketch_intervals8(const int16_t *qi, const sketch_query *sq, 
         return;
     }
 #endif
-    sketch_intervals4(qi, sq, D, row, lo, hi);
-    sketch_intervals4(qi, sq, D, row + 4, lo + 4, hi + 4);
+    for (int r = 0; r < 8; r++) sketch_interval(qi, sq, D, row[r], lo + r, hi + r);
 }
 
 /* Test hook: lo / hi (N, Hkv, P) float64, the intervals of the first P block-table pages of each
