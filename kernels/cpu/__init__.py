@@ -263,8 +263,8 @@ def rope_write(qkv: torch.Tensor, n_heads: int, cos: torch.Tensor, sin: torch.Te
     slots = slots.to(torch.int64).contiguous()
     q = torch.empty(T, n_heads, D, dtype=qkv.dtype)
     _lib().tk_rope_write(qkv.data_ptr(), _DTYPE_CODES[qkv.dtype], T, n_heads, Hkv, D, cos.data_ptr(), sin.data_ptr(),
-                         slots.data_ptr(), q.data_ptr(), cache.k[layer].data_ptr(), cache.v[layer].data_ptr(),
-                         cache.kbounds[layer].data_ptr(), _sketch_ptr(cache, layer), cache.num_pages,
+                         slots.data_ptr(), q.data_ptr(), _layer_ptr(cache.k, layer), _layer_ptr(cache.v, layer),
+                         _layer_ptr(cache.kbounds, layer), _sketch_ptr(cache, layer), cache.num_pages,
                          cache.page_size, *_fp8_args(cache, layer), _threads())
     return q
 
@@ -305,11 +305,11 @@ def sketch_intervals(q: torch.Tensor, cache, layer: int, block_table: torch.Tens
     N, H, D = q.shape
     P = block_table.shape[1]
     q = _query_for_indexer(q)
-    table = block_table.to(torch.int32).contiguous()
+    table = _int32(block_table)
     lo = torch.empty(N, cache.n_kv_heads, P, dtype=torch.float64)
     hi = torch.empty_like(lo)
     _lib().tk_sketch_intervals(q.data_ptr(), _DTYPE_CODES[q.dtype], N, H, cache.n_kv_heads, D,
-                               cache.ksketch[layer].data_ptr(), cache.num_pages, table.data_ptr(), P,
+                               _layer_ptr(cache.ksketch, layer), cache.num_pages, table.data_ptr(), P,
                                lo.data_ptr(), hi.data_ptr())
     return lo, hi
 
@@ -325,8 +325,8 @@ def _fp8_args(cache, layer: int) -> tuple:
     """(kv dtype code, k scales, v scales, saturated counters) of one layer for the C calls."""
     if not cache.is_fp8:
         return _KV_CODES[cache.k.dtype], None, None, None
-    return (_KV_CODES[cache.k.dtype], cache.k_scale[layer].data_ptr(), cache.v_scale[layer].data_ptr(),
-            cache.saturated[layer].data_ptr())
+    return (_KV_CODES[cache.k.dtype], _layer_ptr(cache.k_scale, layer), _layer_ptr(cache.v_scale, layer),
+            _layer_ptr(cache.saturated, layer))
 
 
 def fp8_quantize(x: torch.Tensor, scale: float) -> tuple[torch.Tensor, int]:
@@ -347,7 +347,7 @@ class DecodeLayout:
 
     def __init__(self, cache, block_table: torch.Tensor, seq_lens: torch.Tensor) -> None:
         self.block_table = block_table.to(torch.int32).clamp(0, cache.num_pages - 1).contiguous()
-        self.seq_lens = seq_lens.to(torch.int32).contiguous()
+        self.seq_lens = _int32(seq_lens)
         n, pages = self.block_table.shape
         if self.seq_lens.shape != (n,):
             raise ValueError(f"block_table {tuple(block_table.shape)} and seq_lens {tuple(seq_lens.shape)} do not match")
@@ -400,10 +400,10 @@ def paged_decode(q: torch.Tensor, cache, layer: int, block_table: torch.Tensor |
     out = torch.empty_like(q)
     fp8 = cache.is_fp8
     _lib().tk_paged_decode(q.data_ptr(), _DTYPE_CODES[q.dtype], N, H, cache.n_kv_heads, D,
-                           cache.k[layer].data_ptr(), cache.v[layer].data_ptr(), _KV_CODES[cache.k.dtype],
+                           _layer_ptr(cache.k, layer), _layer_ptr(cache.v, layer), _KV_CODES[cache.k.dtype],
                            cache.page_size, bt.data_ptr(), bt.shape[1], layout.seq_lens.data_ptr(), scale,
-                           cache.k_scale[layer].data_ptr() if fp8 else None,
-                           cache.v_scale[layer].data_ptr() if fp8 else None, out.data_ptr(), _threads())
+                           _layer_ptr(cache.k_scale, layer) if fp8 else None,
+                           _layer_ptr(cache.v_scale, layer) if fp8 else None, out.data_ptr(), _threads())
     return out
 
 
@@ -426,23 +426,23 @@ def sparse_decode(q: torch.Tensor, cache, layer: int, block_table: torch.Tensor,
     K = selected.shape[-1]
     if selected.shape != (N, Hkv, K):
         raise ValueError(f"selected must be (N={N}, Hkv={Hkv}, K), got {tuple(selected.shape)}")
-    table = block_table.to(torch.int32).contiguous()
-    lens = seq_lens.to(torch.int32).contiguous()
+    table = _int32(block_table)
+    lens = _int32(seq_lens)
     if table.shape[0] != N or lens.shape != (N,):
         raise ValueError(f"block_table {tuple(block_table.shape)} and seq_lens {tuple(seq_lens.shape)} do not "
                          f"fit {N} queries")
-    sel = selected.to(torch.int32).contiguous()
+    sel = _int32(selected)
     if sel.numel() and int(sel.max()) >= table.shape[1]:
         raise ValueError(f"selected pages reach {int(sel.max())}, past the block table's {table.shape[1]} pages")
     scale = 1.0 / D ** 0.5 if scale is None else scale
     out = torch.empty_like(q)
     duplicates = torch.zeros(1, dtype=torch.int32)
     fp8 = cache.is_fp8
-    _lib().tk_sparse_decode(q.data_ptr(), _DTYPE_CODES[q.dtype], N, H, Hkv, D, cache.k[layer].data_ptr(),
-                            cache.v[layer].data_ptr(), _KV_CODES[cache.k.dtype], cache.page_size, cache.num_pages,
+    _lib().tk_sparse_decode(q.data_ptr(), _DTYPE_CODES[q.dtype], N, H, Hkv, D, _layer_ptr(cache.k, layer),
+                            _layer_ptr(cache.v, layer), _KV_CODES[cache.k.dtype], cache.page_size, cache.num_pages,
                             table.data_ptr(), table.shape[1], lens.data_ptr(), sel.data_ptr(), K, scale,
-                            cache.k_scale[layer].data_ptr() if fp8 else None,
-                            cache.v_scale[layer].data_ptr() if fp8 else None, out.data_ptr(), duplicates.data_ptr(),
+                            _layer_ptr(cache.k_scale, layer) if fp8 else None,
+                            _layer_ptr(cache.v_scale, layer) if fp8 else None, out.data_ptr(), duplicates.data_ptr(),
                             _threads())
     if int(duplicates):
         raise ValueError("selected lists a page twice for some query and KV head; the indexer never does "
@@ -478,8 +478,8 @@ def decode_layer(x: torch.Tensor, w: LayerWeights, cos: torch.Tensor, sin: torch
     _lib().tk_decode_layer(
         x.data_ptr(), T, dim, w.attention_norm.data_ptr(), w.ffn_norm.data_ptr(), w.eps, w.wqkv.packed.data_ptr(),
         w.wo.packed.data_ptr(), w.w13.packed.data_ptr(), w.w2.packed.data_ptr(), w.hidden, H, Hkv, D,
-        cos.data_ptr(), sin.data_ptr(), slots.data_ptr(), cache.k[w.layer].data_ptr(), cache.v[w.layer].data_ptr(),
-        cache.kbounds[w.layer].data_ptr(), _sketch_ptr(cache, w.layer), cache.num_pages, cache.page_size,
+        cos.data_ptr(), sin.data_ptr(), slots.data_ptr(), _layer_ptr(cache.k, w.layer), _layer_ptr(cache.v, w.layer),
+        _layer_ptr(cache.kbounds, w.layer), _sketch_ptr(cache, w.layer), cache.num_pages, cache.page_size,
         layout.block_table.data_ptr(),
         layout.block_table.shape[1], layout.seq_lens.data_ptr(), 1.0 / D ** 0.5, layout.sparse_K,
         getattr(layout, "sink_pages", 0), getattr(layout, "local_pages", 0),
@@ -513,7 +513,7 @@ def page_scores(q: torch.Tensor, kbounds: torch.Tensor, block_table: torch.Tenso
 
         return reference(q, kbounds, block_table, max_pages)
     q = _query_for_indexer(q)
-    table = block_table.to(torch.int32).contiguous()
+    table = _int32(block_table)
     out = torch.empty(N, Hkv, P, dtype=torch.float32)
     if N and P:
         _lib().tk_page_scores(q.data_ptr(), _DTYPE_CODES[q.dtype], N, q.shape[1], Hkv, D, kbounds.data_ptr(),
@@ -551,7 +551,7 @@ def select_from_scores(scores: torch.Tensor, seq_lens: torch.Tensor, *, page_siz
 
     N, Hkv, P = scores.shape
     K = num_selected_pages(budget, page_size, P) if num_pages_out is None else num_pages_out
-    lens = seq_lens.to(torch.int32).contiguous()
+    lens = _int32(seq_lens)
     if lens.shape != (N,):
         raise ValueError(f"seq_lens {tuple(seq_lens.shape)} does not fit scores {tuple(scores.shape)}")
     K = min(K, P)  # the reference's width: top-k of at most P pages
