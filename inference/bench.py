@@ -11,6 +11,10 @@ tokens / the rest of the time. transformers is timed the same way: generate(max_
 for the prefill, generate(min_new_tokens=max_new_tokens=new) for the whole, decode = difference.
 peak_rss_mb is the process's peak resident memory when the engine finished that batch size
 (transformers runs after, so its memory is not counted).
+
+--same-prompt: the B requests share one prompt, as the samples of one flagged conversation do
+(the engine prefills it once, `Engine(share_prefill=True)`); each batch size then runs with that
+sharing and without it, alternately in the same run (the peer), and reports both and the ratio.
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--device", default="cpu")
     p.add_argument("--kernel", default=None, help="kernel settings JSON (default: stock dense)")
     p.add_argument("--compare", choices=["transformers"], default=None)
+    p.add_argument("--same-prompt", action="store_true",
+                   help="one prompt for every request (samples of one conversation): timed with and without "
+                        "the engine's shared prefill")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     args = p.parse_args(argv)
@@ -50,6 +57,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--batch sizes must be >= 1")
     if args.prompt_tokens < 1 or args.new_tokens < 2:
         p.error("--prompt-tokens must be >= 1 and --new-tokens >= 2")
+    if args.same_prompt and args.compare:
+        p.error("--same-prompt compares the engine with itself (shared vs separate prefill); drop --compare")
     return args
 
 
@@ -94,6 +103,28 @@ def bench_engine(engine, prompts: list[list[int]], new_tokens: int, kernel, bar=
         "prefill_s": t_first - t0,
         "decode_s": t_end - t_first,
     }
+
+
+def bench_shared_prompt(engine, batch: int, args: argparse.Namespace, kernel, bar=None,
+                        rounds: int = 2) -> dict[str, float]:
+    """`batch` requests of one prompt, with the engine's shared prefill and without, alternately
+    (`rounds` each, the best kept): the shared run's numbers, the separate run's, and the ratio."""
+    prompt = make_prompts(engine.tokenizer, 1, args.prompt_tokens)
+    best: dict[bool, dict[str, float]] = {}
+    for _ in range(rounds):
+        for share in (True, False):
+            engine.share_prefill = share
+            try:
+                r = bench_engine(engine, prompt * batch, args.new_tokens, kernel, bar if _ == 0 else None)
+            finally:
+                engine.share_prefill = True
+            if share not in best or r["prefill_s"] + r["decode_s"] < best[share]["prefill_s"] + best[share]["decode_s"]:
+                best[share] = r
+    shared, separate = best[True], best[False]
+    return {**shared, **{f"separate_{k}": v for k, v in separate.items()},
+            "prefill_speedup_from_sharing": separate["prefill_s"] / shared["prefill_s"],
+            "total_speedup_from_sharing": (separate["prefill_s"] + separate["decode_s"])
+                                          / (shared["prefill_s"] + shared["decode_s"])}
 
 
 def load_transformers(model_path, dtype: torch.dtype):
@@ -147,10 +178,15 @@ def run(args: argparse.Namespace, *, engine=None) -> dict[str, Any]:
     # Warm-up: first calls pay one-time costs (allocation, oneDNN primitive creation).
     bench_engine(engine, make_prompts(engine.tokenizer, 1, min(args.prompt_tokens, 32)), 4, kernel)
     results = []
+    if bar is not None and args.same_prompt:
+        bar.total *= 2
     for batch in args.batches:
-        prompts = make_prompts(engine.tokenizer, batch, args.prompt_tokens)
         row: dict[str, Any] = {"batch": batch}
-        row.update(bench_engine(engine, prompts, args.new_tokens, kernel, bar))
+        if args.same_prompt:
+            row.update(bench_shared_prompt(engine, batch, args, kernel, bar))
+        else:
+            row.update(bench_engine(engine, make_prompts(engine.tokenizer, batch, args.prompt_tokens),
+                                    args.new_tokens, kernel, bar))
         row["peak_rss_mb"] = peak_rss_mb()
         results.append(row)
     if bar is not None:
@@ -176,7 +212,7 @@ def run(args: argparse.Namespace, *, engine=None) -> dict[str, Any]:
             if isinstance(v, float):
                 row[k] = round(v, 3 if k.startswith("fraction") else 2)
     return {"model": engine.model_name, "dtype": dtype, "device": args.device, "kernel": kernel.to_dict(),
-            "prompt_tokens": args.prompt_tokens, "new_tokens": args.new_tokens,
+            "prompt_tokens": args.prompt_tokens, "new_tokens": args.new_tokens, "same_prompt": args.same_prompt,
             "threads": torch.get_num_threads(), **bound, "results": results}
 
 
@@ -205,13 +241,17 @@ def format_table(report: dict[str, Any]) -> str:
             ("prefill_tokens_per_s", "prefill tok/s", "{:.1f}"), ("peak_rss_mb", "peak RSS MB", "{:.0f}"),
             ("transformers_decode_tokens_per_s", "transformers decode tok/s", "{:.1f}"),
             ("ratio_vs_transformers", "ratio", "{:.2f}x"),
-            ("fraction_of_bandwidth_limit", "of bound", "{:.0%}")]
+            ("fraction_of_bandwidth_limit", "of bound", "{:.0%}"),
+            ("separate_prefill_tokens_per_s", "unshared prefill tok/s", "{:.1f}"),
+            ("prefill_speedup_from_sharing", "prefill speedup", "{:.2f}x"),
+            ("total_speedup_from_sharing", "total speedup", "{:.2f}x")]
     rows = report["results"]
     cols = [c for c in cols if any(c[0] in r for r in rows)]
     cells = [[h for _, h, _ in cols]] + [[fmt.format(r[k]) if k in r else "-" for k, _, fmt in cols] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
     lines = [f"{report['model']}  dtype={report['dtype']}  device={report['device']}  threads={report['threads']}  "
-             f"prompt={report['prompt_tokens']}  new={report['new_tokens']}  kernel={report['kernel']['attention']}"]
+             f"prompt={report['prompt_tokens']}  new={report['new_tokens']}  kernel={report['kernel']['attention']}"
+             + ("  (one prompt, shared prefill vs separate)" if report.get("same_prompt") else "")]
     if "bandwidth_limit_batch1_tokens_per_s" in report:
         lines.append(f"weights {report['weights_mb']} MB read at {report['weight_read_gb_per_s']} GB/s now: "
                      f"batch-1 decode bound {report['bandwidth_limit_batch1_tokens_per_s']} tok/s")

@@ -146,11 +146,14 @@ class GenerationResult:
 
 
 class BlockAllocator:
-    """Free list of page ids of one cache."""
+    """Free list of page ids of one cache, with a reference count per page: samples of one prompt
+    share its full pages (`share`), and a page returns to the free list when its last holder
+    frees it."""
 
     def __init__(self, num_pages: int):
         self.num_pages = num_pages
         self._free = deque(range(num_pages))
+        self._refs = [0] * num_pages
 
     @property
     def num_free(self) -> int:
@@ -159,10 +162,27 @@ class BlockAllocator:
     def allocate(self, n: int) -> list[int]:
         if n > len(self._free):
             raise MemoryError(f"{n} pages asked, {len(self._free)} free")
-        return [self._free.popleft() for _ in range(n)]
+        pages = [self._free.popleft() for _ in range(n)]
+        for p in pages:
+            self._refs[p] = 1
+        return pages
+
+    def share(self, pages: Iterable[int]) -> list[int]:
+        """Another holder for pages already allocated; returns them."""
+        pages = list(pages)
+        for p in pages:
+            if self._refs[p] <= 0:
+                raise ValueError(f"page {p} is not allocated: it cannot be shared")
+            self._refs[p] += 1
+        return pages
 
     def free(self, pages: Iterable[int]) -> None:
-        self._free.extend(pages)
+        for p in pages:
+            if self._refs[p] <= 0:
+                raise ValueError(f"page {p} freed more often than it was allocated")
+            self._refs[p] -= 1
+            if self._refs[p] == 0:
+                self._free.append(p)
 
 
 @dataclass
@@ -183,6 +203,7 @@ class _Sequence:
         self.num_prompt = len(req.prompt_ids)
         self.num_cached = 0                              # tokens whose K/V are in the cache
         self.pages: list[int] = []
+        self.prefill_leader: _Sequence | None = None    # admitted with the same tokens: shares its prefill
         self.arrival = arrival
         seed = req.sampling.seed if req.sampling.seed is not None else int.from_bytes(os.urandom(8), "little") >> 1
         self.generator = None
@@ -202,7 +223,7 @@ class _Sequence:
 class Engine:
     def __init__(self, model_path: str | os.PathLike | None = None, *, device: str = "cpu", dtype: str | None = None,
                  max_cache_tokens: int = 32768, max_batch_size: int = 64, max_prefill_tokens: int = 4096,
-                 num_threads: int | None = None):
+                 num_threads: int | None = None, share_prefill: bool = True):
         if num_threads:
             torch.set_num_threads(num_threads)
         dtype = dtype or default_dtype(device)
@@ -237,6 +258,7 @@ class Engine:
         self.max_cache_tokens = max_cache_tokens
         self.max_batch_size = max_batch_size
         self.max_prefill_tokens = max_prefill_tokens
+        self.share_prefill = share_prefill  # samples of one prompt prefill it once (_admit)
         self._groups: dict[tuple, _CacheGroup] = {}
         self._waiting: deque[_Sequence] = deque()
         self._running: list[_Sequence] = []
@@ -244,12 +266,14 @@ class Engine:
         self._arrivals = itertools.count()
         self._rr = 0
         self._lock = threading.RLock()
+        self.prefill_tokens = 0          # tokens run through prefill
+        self.shared_prefill_tokens = 0   # prompt tokens not run again: taken from an identical prompt's prefill
 
     def fork(self, **overrides: Any) -> "Engine":
         """A new engine sharing this one's loaded weights and tokenizer, with fresh caches and
         queues (e.g. another max_cache_tokens). Overrides: max_cache_tokens, max_batch_size,
-        max_prefill_tokens."""
-        allowed = {"max_cache_tokens", "max_batch_size", "max_prefill_tokens"}
+        max_prefill_tokens, share_prefill."""
+        allowed = {"max_cache_tokens", "max_batch_size", "max_prefill_tokens", "share_prefill"}
         if set(overrides) - allowed:
             raise TypeError(f"fork() accepts only {sorted(allowed)}")
         other = object.__new__(Engine)
@@ -257,6 +281,7 @@ class Engine:
         other.__dict__.update(overrides)
         other._groups, other._waiting, other._running, other._ids = {}, deque(), [], set()
         other._arrivals, other._rr, other._lock = itertools.count(), 0, threading.RLock()
+        other.prefill_tokens = other.shared_prefill_tokens = 0
         return other
 
     # ------------------------------------------------------------------ public API
@@ -547,28 +572,40 @@ class Engine:
             group.allocator.free(pages)
 
     def _admit(self) -> list[_Sequence]:
-        """Move waiting sequences that fit (same settings as the head of the queue) to running."""
+        """Move waiting sequences that fit (same settings as the head of the queue) to running.
+
+        Sequences with the same tokens as one admitted before them in this step (the n samples
+        of one request, or paired-seed requests of one conversation) are prefilled once: they
+        share the leader's full pages and get their own copy of its last, partly filled page
+        (`_prefill`), so a prompt costs one prefill and its pages once, however many samples."""
         if not self._waiting:
             return []
         head = self._waiting[0]
         group = self._group(head.settings)
-        admitted, tokens = [], 0
+        ps = head.settings.page_size
+        admitted, tokens, leaders = [], 0, {}
         for seq in list(self._waiting):
             if seq.settings != head.settings:
                 continue
             need = len(seq.tokens)
-            if admitted and tokens + need > self.max_prefill_tokens:
+            leader = leaders.get(tuple(seq.tokens)) if self.share_prefill else None
+            if leader is None and admitted and tokens + need > self.max_prefill_tokens:
                 break
             if len(self._running) + len(admitted) >= self.max_batch_size:
                 break
-            n_pages = -(-(need + 1) // seq.settings.page_size)
-            if n_pages > group.allocator.num_free:
+            n_pages = -(-(need + 1) // ps)
+            shared = need // ps if leader is not None else 0  # (full pages: decode never writes them)
+            if n_pages - shared > group.allocator.num_free:
                 break
-            seq.pages = group.allocator.allocate(n_pages)
-            group.cache.reset_pages(torch.tensor(seq.pages, device=self.device))
+            own = group.allocator.allocate(n_pages - shared)
+            group.cache.reset_pages(torch.tensor(own, device=self.device))
+            seq.pages = group.allocator.share(leader.pages[:shared]) + own if leader is not None else own
+            seq.prefill_leader = leader
+            if leader is None:
+                leaders[tuple(seq.tokens)] = seq
+                tokens += need
             self._waiting.remove(seq)
             admitted.append(seq)
-            tokens += need
         return admitted
 
     def _prefill(self, seqs: list[_Sequence]) -> list[TokenEvent]:
@@ -576,22 +613,38 @@ class Engine:
         group = self._group(settings)
         ps = settings.page_size
         tokens, positions, slots, cu, last = [], [], [], [0], []
+        row = {}  # leader -> its row of the logits
         for seq in seqs:
             n = len(seq.tokens)
+            seq.num_cached = n
+            if seq.prefill_leader is not None:
+                continue
+            row[seq] = len(last)
             tokens += seq.tokens
             positions += range(n)
             slots += [seq.pages[p // ps] * ps + p % ps for p in range(n)]
             cu.append(cu[-1] + n)
             last.append(cu[-1] - 1)
-            seq.num_cached = n
         dev = self.device
         batch = AttentionBatch("prefill", select_attention(settings, dev), group.cache,
                                slots=torch.tensor(slots, device=dev),
                                cu_seqlens=torch.tensor(cu, dtype=torch.int32, device=dev))
         hidden = self.model(torch.tensor(tokens, device=dev), torch.tensor(positions, device=dev), batch,
                             output_indices=torch.tensor(last, device=dev))
+        followers = [s for s in seqs if s.prefill_leader is not None]
+        partial = [s for s in followers if len(s.tokens) % ps]
+        if partial:  # the leader's last page holds prompt tokens and has room: each sample its own copy
+            group.cache.copy_pages(torch.tensor([s.prefill_leader.pages[len(s.tokens) // ps] for s in partial]),
+                                   torch.tensor([s.pages[len(s.tokens) // ps] for s in partial]))
+        self.prefill_tokens += len(tokens)
+        self.shared_prefill_tokens += sum(len(s.tokens) for s in followers)
+        logits = self.model.logits(hidden)
+        if followers:
+            logits = logits[torch.tensor([row[s.prefill_leader or s] for s in seqs], device=logits.device)]
+        for s in followers:
+            s.prefill_leader = None
         self._running.extend(seqs)
-        return self._sample_and_emit(seqs, self.model.logits(hidden))
+        return self._sample_and_emit(seqs, logits)
 
     def _decode(self) -> list[TokenEvent]:
         settings_order = list(dict.fromkeys(s.settings for s in self._running))

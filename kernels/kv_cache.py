@@ -163,6 +163,27 @@ class PagedKVCache:
         self.k.view(torch.uint8)[:, page_ids] = 0  # all-zero bits: 0.0 in every storage dtype
         self.v.view(torch.uint8)[:, page_ids] = 0
 
+    def copy_pages(self, src: torch.Tensor, dst: torch.Tensor) -> None:
+        """Make pages `dst` exact copies of pages `src` in every layer: keys, values, key bounds
+        and their sketches (the engine copies a shared prompt's last, partly filled page into each
+        sample's own page). Pages must not appear in both."""
+        src = torch.as_tensor(src, dtype=torch.long, device=self.device).reshape(-1)
+        dst = torch.as_tensor(dst, dtype=torch.long, device=self.device).reshape(-1)
+        if src.numel() != dst.numel():
+            raise ValueError(f"copy_pages needs as many destinations as sources, got {src.numel()} and {dst.numel()}")
+        if src.numel() == 0:
+            return
+        both = torch.cat([src, dst])
+        if bool(((both < 0) | (both >= self.num_pages)).any()):
+            raise ValueError(f"page ids must be in [0, {self.num_pages}), got {both.tolist()[:20]}")
+        if bool(torch.isin(dst, src).any()) or torch.unique(dst).numel() != dst.numel():
+            raise ValueError("copy_pages: destination pages must be distinct and not among the sources")
+        self.k[:, dst] = self.k[:, src]
+        self.v[:, dst] = self.v[:, src]
+        self.kbounds[:, :, dst] = self.kbounds[:, :, src]
+        if self.ksketch is not None:
+            self.ksketch[:, :, dst] = self.ksketch[:, :, src]
+
     def calibrate(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
         """Fix the fp8 scales of `layer` from sample keys/values (N, Hkv, D). No-op for "auto".
         Call before anything is written to the layer (stored pages are not re-quantized)."""

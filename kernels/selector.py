@@ -41,18 +41,23 @@ def triton_interpreter_enabled() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "yes", "on")
 
 
-def _rows_own_pages(block_table: torch.Tensor) -> bool:
-    """Each query row is a sequence of its own (no two rows start on the same page): a decode step
-    of the native whole-layer path. Teacher forcing puts many queries of one sequence in a step
+def _rows_own_pages(block_table: torch.Tensor, seq_lens: torch.Tensor, page_size: int) -> bool:
+    """Each query row writes a page of its own: no two rows' last positions (the token the step
+    writes) lie on the same page. A decode step of the native whole-layer path, which writes every
+    row's key and page bounds in parallel; rows may still share earlier, full pages (samples of
+    one prompt share its prefill). Teacher forcing puts many queries of one sequence on a page
     and runs the per-op path."""
     n = block_table.shape[0]
-    return n <= 1 or torch.unique(block_table[:, 0]).numel() == n
+    if n <= 1:
+        return True
+    last = ((seq_lens.to(torch.long) - 1) // page_size).clamp(0, block_table.shape[1] - 1)
+    return torch.unique(block_table.gather(1, last.view(n, 1).to(block_table.device))).numel() == n
 
 
 class DenseAttention:
     """Causal attention over the whole cache: prefill by dense_prefill; decode by the native CPU
     kernel (kernels.cpu.paged_decode: reads the pages in place, one pass per query) when it is
-    available and each query has its own pages (an ordinary decode step), else by the torch
+    available and each query writes a page of its own (an ordinary decode step), else by the torch
     implementation (kernels.attention.dense, the reference), which also serves teacher forcing
     (many queries sharing pages: one gather and GEMMs)."""
 
@@ -67,20 +72,20 @@ class DenseAttention:
 
     def plan_decode(self, cache: PagedKVCache, block_table, seq_lens):
         """Per-step layout shared by every layer's decode()."""
-        if self._native_step(block_table):
+        if self._native_step(block_table, seq_lens, cache.page_size):
             return kernels_cpu.DecodeLayout(cache, block_table, seq_lens)
         return plan_decode(cache, block_table, seq_lens)
 
     def decode(self, q, cache: PagedKVCache, layer: int, block_table, seq_lens, *, scale=None, plan=None) -> torch.Tensor:
-        if plan is None and self._native_step(block_table):
+        if plan is None and self._native_step(block_table, seq_lens, cache.page_size):
             plan = kernels_cpu.DecodeLayout(cache, block_table, seq_lens)
         if isinstance(plan, kernels_cpu.DecodeLayout):
             scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
             return kernels_cpu.paged_decode(q.contiguous(), cache, layer, scale=scale, layout=plan)
         return dense_decode(q, cache, layer, block_table, seq_lens, scale=scale, plan=plan)
 
-    def _native_step(self, block_table: torch.Tensor) -> bool:
-        return self.native and _rows_own_pages(block_table)
+    def _native_step(self, block_table: torch.Tensor, seq_lens: torch.Tensor, page_size: int) -> bool:
+        return self.native and _rows_own_pages(block_table, seq_lens, page_size)
 
     def __repr__(self) -> str:
         return f"DenseAttention(device={self.device}, native_decode={self.native})"
@@ -118,7 +123,7 @@ class SparseAttention:
         the native indexer and sparse decode run this step (the model then runs each bf16 layer
         as one kernels.cpu.decode_layer call, attention included), else None."""
         native = self._select_pages is kernels_cpu.select_pages and self._sparse_decode is kernels_cpu.sparse_decode
-        if not native or not _rows_own_pages(block_table):
+        if not native or not _rows_own_pages(block_table, seq_lens, cache.page_size):
             return None
         s = self.settings
         return kernels_cpu.SparseDecodeLayout(cache, block_table, seq_lens, budget=s.sparse_budget,

@@ -34,11 +34,32 @@ def test_bench_reports_the_documented_json_shape(engine):
     assert "decode tok/s" in table and "ratio" not in table and "batch-1 decode bound" in table
 
 
+def test_bench_same_prompt_times_shared_against_separate_prefill(engine):
+    """--same-prompt: the samples of one conversation, with the engine's shared prefill and
+    without it, in one run; the shared run really prefilled the prompt once."""
+    args = bench.parse_args(["--batch", "3", "--prompt-tokens", "40", "--new-tokens", "3", "--same-prompt", "--json"])
+    report = bench.run(args, engine=engine)
+    (row,) = report["results"]
+    assert report["same_prompt"] and row["batch"] == 3
+    for key in ("prefill_tokens_per_s", "separate_prefill_tokens_per_s", "decode_tokens_per_s",
+                "separate_decode_tokens_per_s", "prefill_speedup_from_sharing", "total_speedup_from_sharing"):
+        assert row[key] > 0, key
+    assert "prefill speedup" in bench.format_table(report) and "shared prefill vs separate" in bench.format_table(report)
+    shared = engine.fork(share_prefill=True)
+    bench.bench_engine(shared, bench.make_prompts(engine.tokenizer, 1, 40) * 3, 3, KernelSettings())
+    assert shared.prefill_tokens == 40 and shared.shared_prefill_tokens == 80
+    separate = engine.fork(share_prefill=False)
+    bench.bench_engine(separate, bench.make_prompts(engine.tokenizer, 1, 40) * 3, 3, KernelSettings())
+    assert separate.prefill_tokens == 120 and separate.shared_prefill_tokens == 0
+
+
 def test_bench_rejects_bad_arguments():
     with pytest.raises(SystemExit):
         bench.parse_args(["--batch", "1,x"])
     with pytest.raises(SystemExit):
         bench.parse_args(["--new-tokens", "1"])
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--same-prompt", "--compare", "transformers"])
 
 
 def test_bench_prompts_have_exact_lengths(engine):

@@ -126,6 +126,84 @@ def test_preempted_sequences_resume_with_the_same_samples(engine):
     assert group.allocator.num_free == group.allocator.num_pages  # every page came back
 
 
+SHARED_KERNELS = [
+    STOCK,
+    KernelSettings(attention="sparse", sparse_budget=64, kv_cache_dtype="fp8_e4m3"),  # reads the copied page's bounds
+]
+
+
+@pytest.mark.parametrize("kernel", SHARED_KERNELS, ids=["dense", "sparse-fp8"])
+@pytest.mark.parametrize("length", [311, 320], ids=["partial-last-page", "whole-pages"])
+def test_samples_of_one_prompt_share_its_prefill_and_pages(engine, kernel, length):
+    """n samples of one prompt: one prefill, the prompt's full pages held once, the last partly
+    filled page copied per sample; every sample as it would be alone, in a cache that could not
+    hold n separate copies of the prompt."""
+    notes = " ".join(f"Note {i}: the river rose {i * 3} cm overnight." for i in range(60))
+    head = engine.tokenizer.encode("<|im_start|>system\n" + notes)
+    tail = engine.tokenizer.encode("<|im_end|>\n<|im_start|>user\nTell me a story about a cat.<|im_end|>\n"
+                                   "<|im_start|>assistant\n")
+    prompt = head[: length - len(tail)] + tail  # (exactly `length` tokens, ending where a reply starts)
+    assert len(prompt) == length
+    make = lambda i: req(f"s{i}", prompt, temperature=0.8, seed=i, max_tokens=6, kernel=kernel)
+    alone = [engine.fork().generate([make(i)])[0].token_ids for i in range(4)]
+    ps = kernel.page_size
+    # Room for the prompt once plus a few pages per sample: 4 separate copies would not fit.
+    tight = engine.fork(max_cache_tokens=(length // ps + 4 * 2 + 1) * ps)
+    group_pages = tight.max_cache_tokens // ps
+    assert 4 * -(-(length + 1) // ps) > group_pages
+    for i in range(4):
+        tight.add_request(make(i))
+    first = {ev.request_id for ev in tight.step()}
+    assert first == {f"s{i}" for i in range(4)}  # all four admitted and prefilled in one step
+    assert tight.prefill_tokens == length and tight.shared_prefill_tokens == 3 * length
+    group = tight._groups[kernel.cache_key]
+    held = {p for s in tight._running for p in s.pages}
+    assert len(held) == length // ps + 4 * (-(-(length + 1) // ps) - length // ps)
+    out = {f"s{i}": [] for i in range(4)}
+    for s in tight._running:
+        out[s.id] = s.tokens[length:]
+    while tight.has_work():
+        for ev in tight.step():
+            out[ev.request_id].append(ev.token_id)
+    assert [out[f"s{i}"] for i in range(4)] == alone
+    assert len({tuple(a) for a in alone}) > 1  # (different seeds: different samples)
+    assert group.allocator.num_free == group.allocator.num_pages  # every reference given back
+
+
+def test_preempting_a_sample_keeps_the_pages_its_siblings_share(engine):
+    prompt = chat(engine, "Tell me everything you know about owls, in detail.")
+    make = lambda: [req(f"o{i}", prompt, temperature=0.6, seed=i, max_tokens=40) for i in range(4)]
+    roomy = engine.fork().generate(make())
+    ps = STOCK.page_size
+    # The shared prompt and a page each fit; growing 40 tokens each does not: the youngest are
+    # preempted (dropping their references) and recomputed later on their own.
+    tight = engine.fork(max_cache_tokens=(-(-len(prompt) // ps) + 4 + 3) * ps)
+    squeezed = tight.generate(make())
+    assert [r.token_ids for r in squeezed] == [r.token_ids for r in roomy]
+    assert tight.shared_prefill_tokens >= 3 * len(prompt)
+    assert tight.prefill_tokens > len(prompt)  # someone was preempted and recomputed
+    group = tight._groups[STOCK.cache_key]
+    assert group.allocator.num_free == group.allocator.num_pages
+
+
+def test_block_allocator_counts_references():
+    from inference.engine import BlockAllocator
+
+    a = BlockAllocator(4)
+    pages = a.allocate(2)
+    assert a.share(pages) == pages and a.num_free == 2
+    a.free(pages)
+    assert a.num_free == 2  # still held once
+    a.free(pages)
+    assert a.num_free == 4
+    with pytest.raises(ValueError, match="freed more often"):
+        a.free(pages[:1])
+    with pytest.raises(ValueError, match="not allocated"):
+        a.share([3])
+    with pytest.raises(MemoryError):
+        a.allocate(5)
+
+
 def test_abort_frees_pages_and_stops_events(engine):
     small = engine.fork(max_cache_tokens=512)
     small.add_request(req("a", chat(engine, "Tell me a story."), temperature=0.6, seed=1, max_tokens=50))
@@ -204,6 +282,14 @@ def test_default_dtype_follows_the_cpu(monkeypatch):
     assert engine_module.default_dtype() == ("bf16" if native_bf16 else "fp32")
 
 
+# Top-1 logprobs of the fused whole-layer bf16 path against the per-op modules: two bf16
+# roundings of one computation. Measured on one prompt over 16 greedy tokens, dense itself: up to
+# 0.03 (Zen 3, AVX2) and 0.05-0.08 (Zen 4, AVX512-BF16); Quest budget 64 and an fp8 cache amplify
+# it (a page choice or an e4m3 step can flip): 0.15 and 0.12 on Zen 4. A wrong layer is off by far
+# more, and from the first tokens.
+BF16_PATHS_LOGPROB_TOL = 0.25
+
+
 def test_bf16_sparse_decode_runs_whole_layers_natively_with_the_per_op_numbers(engine_bf16, monkeypatch):
     """A bf16 sparse decode step on the CPU runs each layer as one kernels.cpu.decode_layer call
     (the Quest indexer and sparse attention inside it), as dense does. So a budget covering the
@@ -226,8 +312,12 @@ def test_bf16_sparse_decode_runs_whole_layers_natively_with_the_per_op_numbers(e
     assert calls and all(isinstance(layout, kernels_cpu.SparseDecodeLayout) for layout in calls)
     monkeypatch.setattr(engine_bf16.model, "native_layers", [])  # the per-op modules, the same weights
     per_op = run(tight, "per-op")
-    assert fused.token_ids == per_op.token_ids  # the same selection and attention, other bf16 rounding:
-    assert max(abs(a - b) for a, b in zip(fused.logprobs, per_op.logprobs)) < 0.1
+    # The same selection and attention, another bf16 rounding: greedy tokens agree until a near tie
+    # (on a Zen 4 AVX512-BF16 build one came at token 11 of 16), and every top-1 logprob up to
+    # there, the tie included, within BF16_PATHS_LOGPROB_TOL.
+    n = next((i for i, (a, b) in enumerate(zip(fused.token_ids, per_op.token_ids)) if a != b), len(fused.token_ids))
+    assert n >= 4
+    assert max(abs(a - b) for a, b in zip(fused.logprobs[:n + 1], per_op.logprobs[:n + 1])) < BF16_PATHS_LOGPROB_TOL
     monkeypatch.undo()
     dense, full = run(STOCK, "dense"), run(KernelSettings(attention="sparse", sparse_budget=4096), "full")
     assert full.token_ids == dense.token_ids and full.logprobs == dense.logprobs
@@ -259,4 +349,4 @@ def test_bf16_decode_on_an_fp8_cache_runs_whole_layers_natively(engine_bf16, mon
     per_op = run("fp8-per-op")
     n = next((i for i, (a, b) in enumerate(zip(fused.token_ids, per_op.token_ids)) if a != b), len(fused.token_ids))
     assert n >= 2
-    assert max(abs(a - b) for a, b in zip(fused.logprobs[:n + 1], per_op.logprobs[:n + 1])) < 0.1
+    assert max(abs(a - b) for a, b in zip(fused.logprobs[:n + 1], per_op.logprobs[:n + 1])) < BF16_PATHS_LOGPROB_TOL

@@ -169,8 +169,9 @@ def plan_decode(cache: PagedKVCache, block_table: torch.Tensor, seq_lens: torch.
     T = num_chunks * chunk
     tables = block_table[:, :max_pages].to(device=device, dtype=torch.long).clamp(0, cache.num_pages - 1)
 
-    # Group queries sharing a block-table row. Distinct first pages => distinct rows (a page has
-    # one owner), the ordinary decode step: no sort needed.
+    # Group queries sharing a block-table row. Distinct first pages => distinct rows, the ordinary
+    # decode step: no sort needed. (Samples of one prompt share its first pages but not their
+    # rows: torch.unique keeps them apart.)
     if N <= 1 or torch.unique(tables[:, 0]).numel() == N:
         unique_tables, order, group_rank, q_max = tables, None, None, 1
         lens = seq_lens[:, None]                                        # (U, 1)

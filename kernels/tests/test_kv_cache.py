@@ -163,3 +163,36 @@ def test_reset_pages_rejects_ids_outside_the_pool():
         with pytest.raises(ValueError, match="page ids must be in"):
             cache.reset_pages(torch.tensor(bad))
     assert torch.equal(cache.kbounds, before)
+
+
+@pytest.mark.parametrize("kv_cache_dtype", ["auto", "fp8_e4m3"])
+def test_copy_pages_copies_keys_values_bounds_and_sketches(kv_cache_dtype):
+    """The engine copies a shared prompt's last, partly filled page into each sample's own page:
+    the copy must read back the same keys and values, have the same bounds and sketch rows (the
+    indexer reads those), and take later writes of its own."""
+    cache = _cache(kv_cache_dtype)
+    g = torch.Generator().manual_seed(8)
+    for layer in range(2):
+        k, v = torch.randn(21, 3, 64, generator=g), torch.randn(21, 3, 64, generator=g)
+        cache.write(layer, torch.arange(21), k, v)  # page 0 full, page 1 holds 5 tokens
+    cache.reset_pages(torch.tensor([5]))
+    cache.copy_pages(torch.tensor([1]), torch.tensor([5]))
+    assert torch.equal(cache.k[:, 5].view(torch.uint8), cache.k[:, 1].view(torch.uint8))
+    assert torch.equal(cache.v[:, 5].view(torch.uint8), cache.v[:, 1].view(torch.uint8))
+    assert torch.equal(cache.kbounds[:, :, 5], cache.kbounds[:, :, 1])
+    if cache.ksketch is not None:
+        assert torch.equal(cache.ksketch[:, :, 5], cache.ksketch[:, :, 1])
+    # A later token written to the copy changes the copy only.
+    before = cache.kbounds[:, :, 1].clone()
+    big = torch.full((1, 3, 64), 3.0)
+    cache.write(0, torch.tensor([5 * 16 + 5]), big, big)
+    assert torch.equal(cache.kbounds[:, :, 1], before)
+    assert (cache.kmax[0, 5] >= cache.kmax[0, 1]).all() and not torch.equal(cache.kmax[0, 5], cache.kmax[0, 1])
+
+
+def test_copy_pages_rejects_bad_page_lists():
+    cache = _cache()
+    for src, dst, match in (([0], [1, 2], "as many"), ([0], [8], "page ids must be in"), ([-1], [2], "page ids"),
+                            ([0, 1], [1, 2], "distinct"), ([0, 1], [2, 2], "distinct")):
+        with pytest.raises(ValueError, match=match):
+            cache.copy_pages(torch.tensor(src), torch.tensor(dst))

@@ -68,3 +68,31 @@ def test_triton_is_imported_lazily():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=root)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+def test_rows_sharing_a_prompts_pages_still_run_the_native_decode_step():
+    """Samples of one prompt share its full pages and write their own last page: an ordinary
+    decode step (native where available), each row as it would be alone. Rows whose tokens land
+    on one page (teacher forcing) take the per-op path."""
+    from kernels import cpu as kernels_cpu
+    from kernels.kv_cache import PagedKVCache
+    from kernels.selector import _rows_own_pages
+
+    shared = torch.tensor([[3, 7, 1], [3, 7, 4]], dtype=torch.int32)  # pages 3, 7 shared, last pages 1 and 4
+    assert _rows_own_pages(shared, torch.tensor([40, 40]), 16)
+    assert not _rows_own_pages(torch.tensor([[3, 7, 1], [3, 7, 1]], dtype=torch.int32), torch.tensor([39, 40]), 16)
+    assert _rows_own_pages(torch.tensor([[3, 7, 1], [3, 7, 1]], dtype=torch.int32), torch.tensor([30, 40]), 16)
+    cache = PagedKVCache(num_layers=1, num_pages=8, page_size=16, n_kv_heads=3, head_dim=64, dtype=torch.float32)
+    g = torch.Generator().manual_seed(3)
+    for page in (3, 7, 1, 4):
+        k = torch.randn(16, 3, 64, generator=g)
+        cache.write(0, torch.arange(page * 16, page * 16 + 16), k, k + 1)
+    q = torch.randn(2, 9, 64, generator=g)
+    dense = select_attention(KernelSettings(), "cpu")
+    seq_lens = torch.tensor([40, 37], dtype=torch.int32)
+    if kernels_cpu.available():
+        assert isinstance(dense.plan_decode(cache, shared, seq_lens), kernels_cpu.DecodeLayout)
+    both = dense.decode(q, cache, 0, shared, seq_lens)
+    for i in range(2):
+        alone = dense.decode(q[i:i + 1], cache, 0, shared[i:i + 1], seq_lens[i:i + 1])
+        assert torch.equal(both[i], alone[0])
