@@ -111,13 +111,14 @@ def bench_shared_prompt(engine, batch: int, args: argparse.Namespace, kernel, ba
     (`rounds` each, the best kept): the shared run's numbers, the separate run's, and the ratio."""
     prompt = make_prompts(engine.tokenizer, 1, args.prompt_tokens)
     best: dict[bool, dict[str, float]] = {}
+    setting = engine.share_prefill
     for _ in range(rounds):
         for share in (True, False):
             engine.share_prefill = share
             try:
                 r = bench_engine(engine, prompt * batch, args.new_tokens, kernel, bar if _ == 0 else None)
             finally:
-                engine.share_prefill = True
+                engine.share_prefill = setting
             if share not in best or r["prefill_s"] + r["decode_s"] < best[share]["prefill_s"] + best[share]["decode_s"]:
                 best[share] = r
     shared, separate = best[True], best[False]

@@ -168,18 +168,25 @@ class BlockAllocator:
         return pages
 
     def share(self, pages: Iterable[int]) -> list[int]:
-        """Another holder for pages already allocated; returns them."""
+        """Another holder for pages already allocated; returns them. (All or nothing.)"""
         pages = list(pages)
+        bad = [p for p in pages if self._refs[p] <= 0]
+        if bad:
+            raise ValueError(f"pages {bad[:10]} are not allocated: they cannot be shared")
         for p in pages:
-            if self._refs[p] <= 0:
-                raise ValueError(f"page {p} is not allocated: it cannot be shared")
             self._refs[p] += 1
         return pages
 
     def free(self, pages: Iterable[int]) -> None:
+        """Drop one reference to each page (a page listed twice, twice). (All or nothing.)"""
+        pages = list(pages)
+        drops: dict[int, int] = {}
         for p in pages:
-            if self._refs[p] <= 0:
-                raise ValueError(f"page {p} freed more often than it was allocated")
+            drops[p] = drops.get(p, 0) + 1
+        bad = [p for p, d in drops.items() if self._refs[p] < d]
+        if bad:
+            raise ValueError(f"pages {bad[:10]} freed more often than they were allocated")
+        for p in pages:
             self._refs[p] -= 1
             if self._refs[p] == 0:
                 self._free.append(p)

@@ -178,8 +178,9 @@ class PagedKVCache:
             raise ValueError(f"page ids must be in [0, {self.num_pages}), got {both.tolist()[:20]}")
         if bool(torch.isin(dst, src).any()) or torch.unique(dst).numel() != dst.numel():
             raise ValueError("copy_pages: destination pages must be distinct and not among the sources")
-        self.k[:, dst] = self.k[:, src]
-        self.v[:, dst] = self.v[:, src]
+        k, v = self.k.view(torch.uint8), self.v.view(torch.uint8)  # (bytes: float8 indexing is not in every torch)
+        k[:, dst] = k[:, src]
+        v[:, dst] = v[:, src]
         self.kbounds[:, :, dst] = self.kbounds[:, :, src]
         if self.ksketch is not None:
             self.ksketch[:, :, dst] = self.ksketch[:, :, src]

@@ -20,7 +20,7 @@ from typing import Any, Callable
 import torch
 
 from kernels import cpu as kernels_cpu
-from kernels.attention.dense import dense_decode, dense_prefill, plan_decode
+from kernels.attention.dense import dense_decode, dense_prefill, plan_decode, rows_write_own_pages
 from kernels.indexer.reference import num_selected_pages
 from kernels.kv_cache import PagedKVCache
 from kernels.settings import KernelSettings
@@ -42,16 +42,17 @@ def triton_interpreter_enabled() -> bool:
 
 
 def _rows_own_pages(block_table: torch.Tensor, seq_lens: torch.Tensor, page_size: int) -> bool:
-    """Each query row writes a page of its own: no two rows' last positions (the token the step
-    writes) lie on the same page. A decode step of the native whole-layer path, which writes every
-    row's key and page bounds in parallel; rows may still share earlier, full pages (samples of
-    one prompt share its prefill). Teacher forcing puts many queries of one sequence on a page
-    and runs the per-op path."""
+    """A decode step of separate sequences, which the native whole-layer path runs: every row
+    writes a page of its own and no two rows are one sequence's (equal block-table rows). Samples
+    of one prompt share its full pages and qualify. Teacher forcing (engine.divergence) gives many
+    queries one sequence's row and runs the per-op path, wherever its queries fall, so that its
+    numbers do not depend on the prompt's length modulo the page size."""
     n = block_table.shape[0]
     if n <= 1:
         return True
-    last = ((seq_lens.to(torch.long) - 1) // page_size).clamp(0, block_table.shape[1] - 1)
-    return torch.unique(block_table.gather(1, last.view(n, 1).to(block_table.device))).numel() == n
+    if not rows_write_own_pages(block_table, seq_lens, page_size):
+        return False
+    return torch.unique(block_table[:, 0]).numel() == n or torch.unique(block_table, dim=0).shape[0] == n
 
 
 class DenseAttention:

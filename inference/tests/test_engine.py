@@ -186,6 +186,23 @@ def test_preempting_a_sample_keeps_the_pages_its_siblings_share(engine):
     assert group.allocator.num_free == group.allocator.num_pages
 
 
+def test_teacher_forcing_runs_per_op_wherever_its_queries_fall(engine_bf16, monkeypatch):
+    """divergence() gives its queries one sequence's block-table row. With a prompt one short of
+    a page, two queries write two pages; they must still take the per-op path (not the fused
+    decode layer of a decode step), so the numbers do not depend on the prompt's length modulo
+    the page size."""
+    from kernels import cpu as kernels_cpu
+
+    calls = []
+    real = kernels_cpu.decode_layer
+    monkeypatch.setattr(kernels_cpu, "decode_layer", lambda *a: calls.append(1) or real(*a))
+    base = chat(engine_bf16, "Tell me about owls and their habits in winter.")
+    for length in (STOCK.page_size * 2 - 1, STOCK.page_size * 2 - 2):
+        prompt = base[:length]
+        engine_bf16.divergence(prompt, base[length:length + 3], STOCK, STOCK)
+    assert calls == []
+
+
 def test_block_allocator_counts_references():
     from inference.engine import BlockAllocator
 
@@ -200,6 +217,13 @@ def test_block_allocator_counts_references():
         a.free(pages[:1])
     with pytest.raises(ValueError, match="not allocated"):
         a.share([3])
+    held = a.allocate(2)
+    with pytest.raises(ValueError, match="freed more often"):
+        a.free([held[0], held[0]])  # one reference, dropped twice: refused, and nothing changed
+    with pytest.raises(ValueError, match="not allocated"):
+        a.share([held[1], pages[0]])
+    a.free(held)
+    assert a.num_free == 4
     with pytest.raises(MemoryError):
         a.allocate(5)
 

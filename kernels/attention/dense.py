@@ -153,6 +153,17 @@ class DecodePlan:
     queries_per_group: int          # Qmax
 
 
+def rows_write_own_pages(block_table: torch.Tensor, seq_lens: torch.Tensor, page_size: int) -> bool:
+    """No two query rows' last positions (the tokens a decode step writes) lie on one page: the
+    rows are separate sequences, though they may share earlier, full pages (samples of one prompt
+    share its prefill). Teacher forcing puts several queries of one sequence on a page."""
+    n = block_table.shape[0]
+    if n <= 1:
+        return True
+    last = ((seq_lens.to(torch.long) - 1) // page_size).clamp(0, block_table.shape[1] - 1)
+    return torch.unique(block_table.gather(1, last.view(n, 1).to(block_table.device))).numel() == n
+
+
 def plan_decode(cache: PagedKVCache, block_table: torch.Tensor, seq_lens: torch.Tensor) -> DecodePlan:
     N = block_table.shape[0]
     S = cache.page_size
@@ -169,10 +180,10 @@ def plan_decode(cache: PagedKVCache, block_table: torch.Tensor, seq_lens: torch.
     T = num_chunks * chunk
     tables = block_table[:, :max_pages].to(device=device, dtype=torch.long).clamp(0, cache.num_pages - 1)
 
-    # Group queries sharing a block-table row. Distinct first pages => distinct rows, the ordinary
-    # decode step: no sort needed. (Samples of one prompt share its first pages but not their
-    # rows: torch.unique keeps them apart.)
-    if N <= 1 or torch.unique(tables[:, 0]).numel() == N:
+    # Group queries sharing a block-table row (teacher forcing: many queries of one sequence).
+    # Rows that write pages of their own are separate sequences, the ordinary decode step (samples
+    # of one prompt share its first pages): each query its own group, no sort, sliced gathers.
+    if N <= 1 or rows_write_own_pages(tables, seq_lens, S):
         unique_tables, order, group_rank, q_max = tables, None, None, 1
         lens = seq_lens[:, None]                                        # (U, 1)
     else:

@@ -81,7 +81,8 @@ def test_rows_sharing_a_prompts_pages_still_run_the_native_decode_step():
     shared = torch.tensor([[3, 7, 1], [3, 7, 4]], dtype=torch.int32)  # pages 3, 7 shared, last pages 1 and 4
     assert _rows_own_pages(shared, torch.tensor([40, 40]), 16)
     assert not _rows_own_pages(torch.tensor([[3, 7, 1], [3, 7, 1]], dtype=torch.int32), torch.tensor([39, 40]), 16)
-    assert _rows_own_pages(torch.tensor([[3, 7, 1], [3, 7, 1]], dtype=torch.int32), torch.tensor([30, 40]), 16)
+    # One sequence's row for two queries (teacher forcing), even when they write two pages:
+    assert not _rows_own_pages(torch.tensor([[3, 7, 1], [3, 7, 1]], dtype=torch.int32), torch.tensor([30, 40]), 16)
     cache = PagedKVCache(num_layers=1, num_pages=8, page_size=16, n_kv_heads=3, head_dim=64, dtype=torch.float32)
     g = torch.Generator().manual_seed(3)
     for page in (3, 7, 1, 4):
@@ -92,6 +93,9 @@ def test_rows_sharing_a_prompts_pages_still_run_the_native_decode_step():
     seq_lens = torch.tensor([40, 37], dtype=torch.int32)
     if kernels_cpu.available():
         assert isinstance(dense.plan_decode(cache, shared, seq_lens), kernels_cpu.DecodeLayout)
+    from kernels.attention.dense import plan_decode
+
+    assert plan_decode(cache, shared, seq_lens).order is None  # the torch path: one query per group, no sort
     both = dense.decode(q, cache, 0, shared, seq_lens)
     for i in range(2):
         alone = dense.decode(q[i:i + 1], cache, 0, shared[i:i + 1], seq_lens[i:i + 1])
