@@ -342,7 +342,15 @@ class Engine:
         with self._lock:
             admitted = self._admit()
             if admitted:
-                return self._prefill(admitted)
+                try:
+                    return self._prefill(admitted)
+                except BaseException:  # (a failing forward pass: these requests are gone, their pages free again)
+                    for seq in admitted:
+                        if seq not in self._running:
+                            self._groups[seq.settings.cache_key].allocator.free(seq.pages)
+                            seq.pages = []
+                            self._ids.discard(seq.id)
+                    raise
             if self._running:
                 return self._decode()
             if self._waiting:  # nothing running and the head still does not fit: cannot ever

@@ -203,6 +203,27 @@ def test_teacher_forcing_runs_per_op_wherever_its_queries_fall(engine_bf16, monk
     assert calls == []
 
 
+def test_a_failing_prefill_gives_its_pages_back(engine, monkeypatch):
+    """A forward pass that raises (a broken kernel) takes its requests down with it, but not the
+    cache: their pages, shared ones included, return to the pool and the engine keeps serving."""
+    small = engine.fork(max_cache_tokens=1024)
+    prompt = chat(engine, "Tell me a story.")
+    for i in range(3):
+        small.add_request(req(f"f{i}", prompt, temperature=0.6, seed=i, max_tokens=4))
+
+    def broken(*a, **k):
+        raise RuntimeError("kernel exploded")
+
+    monkeypatch.setattr(small, "model", type("Broken", (), {"__call__": staticmethod(broken)})())
+    with pytest.raises(RuntimeError, match="exploded"):
+        small.step()
+    monkeypatch.undo()
+    group = small._groups[STOCK.cache_key]
+    assert group.allocator.num_free == group.allocator.num_pages and not small.has_work()
+    again = small.generate([req("f0", prompt, temperature=0.6, seed=0, max_tokens=4)])[0]  # the id is free again
+    assert again.completion_tokens == 4
+
+
 def test_block_allocator_counts_references():
     from inference.engine import BlockAllocator
 
