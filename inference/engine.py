@@ -433,8 +433,11 @@ class Engine:
         if total > self.config.max_seq_len:
             raise EngineError(f"prompt + continuation is {total} tokens, over the context of {self.config.max_seq_len}")
         with self._lock:
-            h_ref = self._teacher_forced_hidden(prompt_ids, cont, reference)
-            h_cand = self._teacher_forced_hidden(prompt_ids, cont, candidate)
+            if reference.cache_key == candidate.cache_key:  # one cache layout: one prefill for both
+                h_ref, h_cand = self._teacher_forced_hidden(prompt_ids, cont, reference, candidate)
+            else:
+                (h_ref,) = self._teacher_forced_hidden(prompt_ids, cont, reference)
+                (h_cand,) = self._teacher_forced_hidden(prompt_ids, cont, candidate)
         targets = torch.tensor(cont, device=self.device)
         out: dict[str, list] = {k: [] for k in ("ref_lp", "cand_lp", "kl", "ref_top1", "cand_top1",
                                                 "ref_top", "cand_top", "ref_dist", "cand_dist")}
@@ -512,31 +515,51 @@ class Engine:
         finally:
             group.allocator.free(pages)
 
-    def _teacher_forced_hidden(self, prompt: list[int], cont: list[int], settings: KernelSettings) -> torch.Tensor:
-        """(len(cont), dim) final hidden states predicting each continuation token: the last
-        prompt position from a dense prefill, then ONE decode pass with continuation[:-1] as
-        queries (contracts.md), each seeing the cache up to itself."""
-        group = self._group(settings)
-        backend = select_attention(settings, self.device)
-        ps = settings.page_size
+    def _teacher_forced_hidden(self, prompt: list[int], cont: list[int], *settings: KernelSettings) -> list[torch.Tensor]:
+        """Per setting, (len(cont), dim) final hidden states predicting each continuation token:
+        the last prompt position from a dense prefill, then ONE decode pass with continuation[:-1]
+        as queries (contracts.md), each seeing the cache up to itself.
+
+        Settings of one cache layout (`cache_key`) share the prefill: every setting prefills
+        densely, so the prompt's keys and values are the same bits. Before each setting's decode
+        pass, the bounds (and sketches) of the pages the continuation writes are put back as the
+        prefill left them (bounds only grow as keys are written), and the pass writes every
+        continuation slot in each layer before that layer reads it: each setting sees exactly
+        the cache it would have had alone."""
+        first = settings[0]
+        if any(s.cache_key != first.cache_key for s in settings):
+            raise ValueError("settings sharing a teacher-forced prefill must share the cache layout")
+        group = self._group(first)
+        ps = first.page_size
         total = len(prompt) + len(cont) - 1
         with self._scratch_pages(group, total, ps, purpose="divergence") as page_t:
             P = len(prompt)
             pos = torch.arange(P, device=self.device)
-            batch = AttentionBatch("prefill", backend, group.cache, slots=page_t[pos // ps] * ps + pos % ps,
+            batch = AttentionBatch("prefill", select_attention(first, self.device), group.cache,
+                                   slots=page_t[pos // ps] * ps + pos % ps,
                                    cu_seqlens=torch.tensor([0, P], dtype=torch.int32, device=self.device))
-            hidden = [self.model(torch.tensor(prompt, device=self.device), pos, batch,
-                                 output_indices=torch.tensor([P - 1], device=self.device))]
-            if len(cont) > 1:
-                q_tokens = torch.tensor(cont[:-1], device=self.device)
-                qpos = torch.arange(P, total, device=self.device)
-                n = len(cont) - 1
+            last = self.model(torch.tensor(prompt, device=self.device), pos, batch,
+                              output_indices=torch.tensor([P - 1], device=self.device))
+            if len(cont) == 1:
+                return [last for _ in settings]
+            cache = group.cache
+            tail = page_t[P // ps:]  # the pages the continuation writes (the first may hold prompt tokens)
+            saved = (cache.kbounds[:, :, tail].clone(), None if cache.ksketch is None else cache.ksketch[:, :, tail].clone())
+            q_tokens = torch.tensor(cont[:-1], device=self.device)
+            qpos = torch.arange(P, total, device=self.device)
+            n = len(cont) - 1
+            out = []
+            for i, s in enumerate(settings):
+                if i:
+                    cache.kbounds[:, :, tail] = saved[0]
+                    if saved[1] is not None:
+                        cache.ksketch[:, :, tail] = saved[1]
                 batch = AttentionBatch(
-                    "decode", backend, group.cache, slots=page_t[qpos // ps] * ps + qpos % ps,
+                    "decode", select_attention(s, self.device), cache, slots=page_t[qpos // ps] * ps + qpos % ps,
                     block_table=page_t.to(torch.int32)[None, :].expand(n, -1),
                     seq_lens=(qpos + 1).to(torch.int32))
-                hidden.append(self.model(q_tokens, qpos, batch))
-            return torch.cat(hidden)
+                out.append(torch.cat([last, self.model(q_tokens, qpos, batch)]))
+            return out
 
     # ------------------------------------------------------------------ internals
     def _check_tokens(self, ids: Sequence[int]) -> None:

@@ -224,6 +224,29 @@ def test_a_failing_prefill_gives_its_pages_back(engine, monkeypatch):
     assert again.completion_tokens == 4
 
 
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_divergence_prefills_once_for_two_settings_of_one_cache_layout(dtype, request):
+    """Two settings of one cache layout share the teacher-forced prefill; each decode pass still
+    sees exactly the cache it would have alone (the continuation's page bounds put back), so the
+    hidden states are the same bits as two separate passes, in either order."""
+    engine = request.getfixturevalue("engine" if dtype == "fp32" else "engine_bf16")
+    text = " ".join(f"Line {i}: the ferry left at {i + 6} o'clock with {i * 13} passengers." for i in range(30))
+    ids = engine.tokenizer.encode(text)
+    prompt, cont = ids[:300], ids[300:340]
+    assert len(prompt) % STOCK.page_size and len(cont) == 40
+    sparse = KernelSettings(attention="sparse", sparse_budget=64, sink_pages=1, local_pages=1)
+    assert sparse.cache_key == STOCK.cache_key
+    with torch.inference_mode():
+        alone = {s: engine._teacher_forced_hidden(prompt, cont, s)[0] for s in (STOCK, sparse)}
+        for order in ((STOCK, sparse), (sparse, STOCK)):
+            together = engine._teacher_forced_hidden(prompt, cont, *order)
+            for s, h in zip(order, together):
+                assert torch.equal(h, alone[s]), (order, s)
+    assert not torch.equal(alone[STOCK], alone[sparse])  # (the settings differ here)
+    with pytest.raises(ValueError, match="cache layout"):
+        engine._teacher_forced_hidden(prompt, cont, STOCK, KernelSettings(page_size=32))
+
+
 def test_block_allocator_counts_references():
     from inference.engine import BlockAllocator
 
