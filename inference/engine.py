@@ -610,10 +610,11 @@ class Engine:
             group.allocator.free(pages)
 
     def _admit(self) -> list[_Sequence]:
-        """Move waiting sequences that fit (same settings as the head of the queue) to running.
+        """Move waiting sequences that fit (same cache layout as the head of the queue) to running.
 
         Sequences with the same tokens as one admitted before them in this step (the n samples
-        of one request, or paired-seed requests of one conversation) are prefilled once: they
+        of one request, paired-seed requests of one conversation, under any settings of this cache
+        layout: every setting prefills densely) are prefilled once: they
         share the leader's full pages and get their own copy of its last, partly filled page
         (`_prefill`), so a prompt costs one prefill and its pages once, however many samples."""
         if not self._waiting:
@@ -623,7 +624,7 @@ class Engine:
         ps = head.settings.page_size
         admitted, tokens, leaders = [], 0, {}
         for seq in list(self._waiting):
-            if seq.settings != head.settings:
+            if seq.settings.cache_key != head.settings.cache_key:  # (prefill is dense under every setting)
                 continue
             need = len(seq.tokens)
             leader = leaders.get(tuple(seq.tokens)) if self.share_prefill else None

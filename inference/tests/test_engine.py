@@ -170,6 +170,24 @@ def test_samples_of_one_prompt_share_its_prefill_and_pages(engine, kernel, lengt
     assert group.allocator.num_free == group.allocator.num_pages  # every reference given back
 
 
+def test_settings_of_one_cache_layout_share_a_prompts_prefill(engine):
+    """An experiment's requests for one conversation under several settings of one cache layout
+    (dense, sparse budgets) arriving together: one prefill for all of them, and each sample
+    exactly as it would be alone; another layout (page size 32) prefills on its own."""
+    prompt = chat(engine, "Describe the water cycle for a school report.")
+    kernels = [STOCK, KernelSettings(attention="sparse", sparse_budget=32, sink_pages=1, local_pages=1),
+               KernelSettings(attention="sparse", sparse_budget=48)]
+    make = lambda: [req(f"{k.label}-{i}", prompt, temperature=0.6, seed=i, max_tokens=8, kernel=k)
+                    for k in kernels for i in range(2)]
+    alone = [engine.fork().generate([r])[0].token_ids for r in make()]
+    together = engine.fork()
+    other = req("page32", prompt, temperature=0.6, seed=0, max_tokens=8, kernel=KernelSettings(page_size=32))
+    results = together.generate([*make(), other])
+    assert [r.token_ids for r in results[:-1]] == alone
+    assert together.prefill_tokens == 2 * len(prompt)  # one per cache layout
+    assert together.shared_prefill_tokens == 5 * len(prompt)
+
+
 def test_preempting_a_sample_keeps_the_pages_its_siblings_share(engine):
     prompt = chat(engine, "Tell me everything you know about owls, in detail.")
     make = lambda: [req(f"o{i}", prompt, temperature=0.6, seed=i, max_tokens=40) for i in range(4)]
