@@ -344,12 +344,10 @@ class Engine:
             if admitted:
                 try:
                     return self._prefill(admitted)
-                except BaseException:  # (a failing forward pass: these requests are gone, their pages free again)
-                    for seq in admitted:
-                        if seq not in self._running:
-                            self._groups[seq.settings.cache_key].allocator.free(seq.pages)
-                            seq.pages = []
-                            self._ids.discard(seq.id)
+                except BaseException:  # (a failing forward pass or sampler, or Ctrl-C: these requests
+                    for seq in admitted:  # are dropped, their pages free again, the engine consistent)
+                        seq.prefill_leader = None
+                        self._finish(seq)
                     raise
             if self._running:
                 return self._decode()
@@ -589,9 +587,10 @@ class Engine:
             cache = PagedKVCache(num_layers=cfg.n_layers, num_pages=self._num_pages(settings.page_size),
                                  page_size=settings.page_size, n_kv_heads=cfg.n_kv_heads, head_dim=cfg.head_dim,
                                  dtype=self.dtype, kv_cache_dtype=settings.kv_cache_dtype, device=self.device)
-            group = self._groups[key] = _CacheGroup(cache, BlockAllocator(cache.num_pages))
-            if cache.is_fp8:
+            group = _CacheGroup(cache, BlockAllocator(cache.num_pages))
+            if cache.is_fp8:  # (kept only once calibrated: a later request must not set the scales)
                 self._calibrate(group, settings)
+            self._groups[key] = group
         return group
 
     def _calibrate(self, group: _CacheGroup, settings: KernelSettings) -> None:

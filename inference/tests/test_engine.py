@@ -224,22 +224,45 @@ def test_teacher_forcing_runs_per_op_wherever_its_queries_fall(engine_bf16, monk
 def test_a_failing_prefill_gives_its_pages_back(engine, monkeypatch):
     """A forward pass that raises (a broken kernel) takes its requests down with it, but not the
     cache: their pages, shared ones included, return to the pool and the engine keeps serving."""
+    from inference import engine as engine_module
+
     small = engine.fork(max_cache_tokens=1024)
     prompt = chat(engine, "Tell me a story.")
-    for i in range(3):
-        small.add_request(req(f"f{i}", prompt, temperature=0.6, seed=i, max_tokens=4))
 
     def broken(*a, **k):
         raise RuntimeError("kernel exploded")
 
-    monkeypatch.setattr(small, "model", type("Broken", (), {"__call__": staticmethod(broken)})())
-    with pytest.raises(RuntimeError, match="exploded"):
+    group = None
+    for target, name in ((small, "model"), (engine_module, "sample")):  # the forward pass, then the sampler
+        for i in range(3):
+            small.add_request(req(f"f{i}", prompt, temperature=0.6, seed=i, max_tokens=4))
+        monkeypatch.setattr(target, name, type("Broken", (), {"__call__": staticmethod(broken)})())
+        with pytest.raises(RuntimeError, match="exploded"):
+            small.step()
+        monkeypatch.undo()
+        group = small._groups[STOCK.cache_key]
+        assert group.allocator.num_free == group.allocator.num_pages and not small.has_work()
+        again = small.generate([req("f0", prompt, temperature=0.6, seed=0, max_tokens=4)])[0]  # the id is free again
+        assert again.completion_tokens == 4
+
+
+def test_a_failing_fp8_calibration_leaves_no_uncalibrated_cache(engine, monkeypatch):
+    """The fp8 scales come from a fixed calibration text when the cache is made. If that pass
+    fails, no cache is kept: the next request must not calibrate it from its own keys."""
+    fp8 = KernelSettings(kv_cache_dtype="fp8_e4m3")
+    prompt = chat(engine, "Tell me a story.")
+    small = engine.fork(max_cache_tokens=1024)
+    monkeypatch.setattr(small, "model", type("Broken", (), {"__call__": staticmethod(lambda *a, **k: 1 / 0)})())
+    small.add_request(req("c0", prompt, temperature=0, max_tokens=2, kernel=fp8))
+    with pytest.raises(ZeroDivisionError):
         small.step()
     monkeypatch.undo()
-    group = small._groups[STOCK.cache_key]
-    assert group.allocator.num_free == group.allocator.num_pages and not small.has_work()
-    again = small.generate([req("f0", prompt, temperature=0.6, seed=0, max_tokens=4)])[0]  # the id is free again
-    assert again.completion_tokens == 4
+    assert fp8.cache_key not in small._groups
+    small.generate([req("c1", prompt, temperature=0, max_tokens=2, kernel=fp8)])
+    fresh = engine.fork(max_cache_tokens=1024)
+    fresh.generate([req("c2", chat(engine, "Something else entirely, please."), temperature=0, max_tokens=2,
+                        kernel=fp8)])
+    assert torch.equal(small._groups[fp8.cache_key].cache.k_scale, fresh._groups[fp8.cache_key].cache.k_scale)
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
