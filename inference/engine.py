@@ -613,9 +613,9 @@ class Engine:
 
         Sequences with the same tokens as one admitted before them in this step (the n samples
         of one request, paired-seed requests of one conversation, under any settings of this cache
-        layout: every setting prefills densely) are prefilled once: they
-        share the leader's full pages and get their own copy of its last, partly filled page
-        (`_prefill`), so a prompt costs one prefill and its pages once, however many samples."""
+        layout: every setting prefills densely) are prefilled once: they share the leader's full
+        pages and get their own copy of its last, partly filled page (`_prefill`), so a prompt
+        costs one prefill and its pages once, however many samples."""
         if not self._waiting:
             return []
         head = self._waiting[0]
