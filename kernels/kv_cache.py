@@ -152,30 +152,32 @@ class PagedKVCache:
         whole-page implementation still multiplies the masked rows by a zero probability, and
         0 * NaN is NaN: a page once written by a run that produced NaN or inf (a broken kernel,
         the thing this product looks for) must not poison the next sequence that gets it."""
-        page_ids = torch.as_tensor(page_ids, dtype=torch.long, device=self.device).reshape(-1)
+        page_ids = self._page_ids(page_ids)
         if page_ids.numel() == 0:
             return
-        if bool(((page_ids < 0) | (page_ids >= self.num_pages)).any()):  # (torch would wrap -1 to the last page)
-            raise ValueError(f"page ids must be in [0, {self.num_pages}), got {page_ids.tolist()[:20]}")
         self.kmin[:, page_ids] = float("inf")
         self.kmax[:, page_ids] = float("-inf")
         self._resketch(None, page_ids)
         self.k.view(torch.uint8)[:, page_ids] = 0  # all-zero bits: 0.0 in every storage dtype
         self.v.view(torch.uint8)[:, page_ids] = 0
 
+    def _page_ids(self, page_ids) -> torch.Tensor:
+        """Page ids as a flat long tensor, refused unless all lie in the pool (torch indexing would
+        wrap -1 to the last page and touch the wrong one)."""
+        page_ids = torch.as_tensor(page_ids, dtype=torch.long, device=self.device).reshape(-1)
+        if bool(((page_ids < 0) | (page_ids >= self.num_pages)).any()):
+            raise ValueError(f"page ids must be in [0, {self.num_pages}), got {page_ids.tolist()[:20]}")
+        return page_ids
+
     def copy_pages(self, src: torch.Tensor, dst: torch.Tensor) -> None:
         """Make pages `dst` exact copies of pages `src` in every layer: keys, values, key bounds
         and their sketches (the engine copies a shared prompt's last, partly filled page into each
         sample's own page). Pages must not appear in both."""
-        src = torch.as_tensor(src, dtype=torch.long, device=self.device).reshape(-1)
-        dst = torch.as_tensor(dst, dtype=torch.long, device=self.device).reshape(-1)
+        src, dst = self._page_ids(src), self._page_ids(dst)
         if src.numel() != dst.numel():
             raise ValueError(f"copy_pages needs as many destinations as sources, got {src.numel()} and {dst.numel()}")
         if src.numel() == 0:
             return
-        both = torch.cat([src, dst])
-        if bool(((both < 0) | (both >= self.num_pages)).any()):
-            raise ValueError(f"page ids must be in [0, {self.num_pages}), got {both.tolist()[:20]}")
         if bool(torch.isin(dst, src).any()) or torch.unique(dst).numel() != dst.numel():
             raise ValueError("copy_pages: destination pages must be distinct and not among the sources")
         k, v = self.k.view(torch.uint8), self.v.view(torch.uint8)  # (bytes: float8 indexing is not in every torch)
