@@ -91,6 +91,9 @@ class ChatCompletionRequest(BaseModel):
     stream: StrictBool = False
     stream_options: StreamOptions | None = None
     kernel: dict[str, Any] | None = None  # DESIGN.md kernel settings; validated by KernelSettings
+    # vLLM's extension: each choice also gets `token_ids`, the completion's tokens as sampled
+    # (a final EOS included); streamed, each chunk's choice carries its own.
+    return_token_ids: StrictBool = False
     presence_penalty: Number = 0.0
     frequency_penalty: Number = 0.0
     tools: list[Any] | None = None
@@ -110,14 +113,18 @@ class DivergenceRequest(BaseModel):
     """POST /v1/divergence: teacher-forced comparison of two kernel settings on the same
     tokens. Give the context either as chat `messages` (rendered with the chat template
     and the assistant generation prompt, so `continuation` is the assistant's answer) or
-    as a raw `prompt` string (tokenized as is)."""
+    as a raw `prompt` string (tokenized as is). Give the tokens to score either as text
+    (`continuation`, tokenized without BOS) or as `continuation_ids` (exactly the tokens a
+    sample decoded, e.g. a chat completion's `token_ids`: re-tokenizing its text may differ);
+    exactly one of the two."""
 
     model_config = ConfigDict(extra="forbid")
 
     model: StrictStr | None = None
     messages: list[ChatMessage] | None = Field(None, min_length=1)
     prompt: StrictStr | None = None
-    continuation: StrictStr = Field(min_length=1)
+    continuation: StrictStr | None = Field(None, min_length=1)
+    continuation_ids: list[StrictInt] | None = Field(None, min_length=1)  # each in [0, vocabulary size)
     reference: dict[str, Any] | None = None  # default: stock (dense) settings
     candidate: dict[str, Any]
     kl_threshold: Number = Field(0.1, ge=0.0)

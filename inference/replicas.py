@@ -1,8 +1,9 @@
 """Engine replicas: one process per device, each running the engine's continuous-batching loop.
 
 The server process never loads the model. `ReplicaPool` starts one process per device
-(multiprocessing "spawn", which CUDA needs), sends requests to the least busy live replica and
-routes the token events back to the waiting HTTP handlers:
+(multiprocessing "spawn", which CUDA needs), routes each choice to a live replica (prefix
+affinity, then least busy: `ReplicaPool._choose`) and routes the token events back to the
+waiting HTTP handlers:
 
     server (asyncio) ──inbox (mp.Queue)──▶ replica process: Engine.add_request / abort / step
                      ◀──events (mp.Pipe)──  TokenEvents of every step, batched per step
@@ -16,17 +17,33 @@ A replica that dies is seen at once: one reader thread per replica waits on both
 its process sentinel. Its in-flight requests then fail with a 503 instead of hanging, it is
 reported dead in /health, and the router stops choosing it.
 
+Routing (prefix affinity, like SGLang's cache-aware router, without its radix tree): the
+engine prefills identical prompts admitted in one step once, across the kernel settings of one
+cache layout, so every choice of one conversation (the n samples of each request and the
+requests of its other kernel settings, sent concurrently) should land on one replica. The pool
+keys each request by a hash of its prompt (`affinity_key`: the messages, or the raw prompt; not
+the kernel settings, not the sampling) and remembers, in a bounded LRU table, the replicas it
+recently gave that key. A choice goes to the least busy of those replicas unless it is
+overloaded: more than `affinity_threshold` sequences busier than the least busy live replica
+*and* more than `affinity_ratio` times as busy (SGLang's balance_abs/rel_threshold); then, as
+for a prompt never seen, to the least busy live replica (ties: least work given so far), which
+joins the key's replicas. Dead replicas are never chosen. Divergence jobs use the same key.
+
 Messages (plain tuples of builtins, so the server process never imports torch):
     server → replica: ("add", group_id, payload) ("abort", request_id) ("divergence", job_id, payload) ("stop",)
-    replica → server: ("ready", info) ("fatal", message) ("accepted", group_id, prompt_tokens)
+    replica → server: ("ready", info) ("fatal", message) ("accepted", group_id, prompt_tokens, implementation)
                       ("rejected", group_id, error) ("events", [event, ...]) ("aborted", request_id)
                       ("failed", [request_id, ...], message, status) ("result", job_id, result)
+`implementation` is what this replica resolved the request's kernel settings to:
+{"attention": repr of the attention backend, "attention_backend": its name, "device", "dtype"}.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
+import json
 import logging
 import multiprocessing as mp
 import multiprocessing.connection
@@ -35,6 +52,7 @@ import queue
 import signal
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +62,28 @@ log = logging.getLogger("inference.replicas")
 
 # How long an idle replica blocks on its inbox before checking that its server still lives.
 _IDLE_POLL_S = 1.0
+
+# Prefix-affine routing (see the module docstring). A conversation's choices stay on its replica
+# until that replica is this many sequences busier than the least busy one (and AFFINITY_RATIO
+# times as busy): half an engine batch (Engine.max_batch_size 64), so one regeneration job of a
+# few arms x a chunk of samples stays whole while several conversations still spread out.
+DEFAULT_AFFINITY_THRESHOLD = 32
+DEFAULT_AFFINITY_RATIO = 1.5
+DEFAULT_AFFINITY_KEYS = 4096  # prompts remembered (LRU)
+_AFFINITY_REPLICAS = 4  # replicas remembered per prompt (most recent first)
+
+
+def affinity_key(payload: dict) -> str | None:
+    """The routing key of a chat completion or divergence payload: a hash of its prompt (the
+    template messages, or the raw `prompt` text), independent of kernel settings and sampling."""
+    if payload.get("messages") is not None:
+        data: list = ["messages", payload["messages"]]
+    elif payload.get("prompt") is not None:
+        data = ["prompt", payload["prompt"]]
+    else:
+        return None
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -89,6 +129,8 @@ def replica_main(index: int, device: str, model_path: str | None, dtype: str | N
         "model": engine.model_name,
         "context_length": int(engine.config.max_seq_len),
         "device": device,
+        "dtype": engine.dtype_name,
+        "vocab_size": int(engine.config.vocab_size),
         "pid": os.getpid(),
     }))
     _ReplicaLoop(engine, inbox, conn, server_pid).run()
@@ -222,7 +264,15 @@ class _ReplicaLoop:
             return self._reject_engine_error(group_id, exc)
         for request in requests:
             self.active[request.request_id] = bool(request.sampling.logprobs)
-        self.conn.send(("accepted", group_id, n_prompt))
+        self.conn.send(("accepted", group_id, n_prompt, self._implementation(kernel)))
+
+    def _implementation(self, kernel: Any) -> dict:
+        """What this replica runs `kernel` as (the engine has just selected the same backend)."""
+        from kernels.selector import select_attention
+
+        backend = select_attention(kernel, self.engine.device)
+        return {"attention": repr(backend), "attention_backend": getattr(backend, "name", type(backend).__name__),
+                "device": str(self.engine.device), "dtype": self.engine.dtype_name}
 
     def _step(self) -> None:
         try:
@@ -270,9 +320,22 @@ class _ReplicaLoop:
         from kernels.settings import KernelSettings, KernelSettingsError
 
         context = int(self.engine.config.max_seq_len)
+        by_ids = payload.get("continuation_ids") is not None
+        field_name = "continuation_ids" if by_ids else "continuation"
         try:
             prompt_ids = self._prompt_ids(payload)
-            continuation_ids = list(self.engine.tokenizer.encode(payload["continuation"], add_bos=False))
+            if by_ids:
+                continuation_ids = list(payload["continuation_ids"])
+                vocab = int(self.engine.config.vocab_size)
+                bad = [(i, t) for i, t in enumerate(continuation_ids)
+                       if not (isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab)]
+                if bad:
+                    where = ", ".join(f"[{i}] = {t!r}" for i, t in bad[:5]) + (" ..." if len(bad) > 5 else "")
+                    return self._reject(job_id, 400, f"continuation_ids: token ids must be in [0, {vocab}) "
+                                        f"(the model's vocabulary); got {where}", param="continuation_ids",
+                                        code="invalid_value")
+            else:
+                continuation_ids = list(self.engine.tokenizer.encode(payload["continuation"], add_bos=False))
             reference = KernelSettings.from_dict(payload.get("reference"), path="reference")
             candidate = KernelSettings.from_dict(payload["candidate"], path="candidate")
         except KernelSettingsError as exc:
@@ -284,7 +347,7 @@ class _ReplicaLoop:
         if total > context:
             return self._reject(job_id, 400, f"This model's maximum context length is {context} tokens, but prompt "
                                 f"({len(prompt_ids)}) + continuation ({len(continuation_ids)}) is {total} tokens.",
-                                param="continuation", code="context_length_exceeded")
+                                param=field_name, code="context_length_exceeded")
         try:
             result = self.engine.divergence(prompt_ids, continuation_ids, reference, candidate,
                                             kl_threshold=payload["kl_threshold"], top_k=payload["top_k"])
@@ -362,7 +425,8 @@ class Replica:
 
     def health(self) -> dict:
         return {
-            "index": self.index, "device": self.device, "pid": self.process.pid, "state": self.state,
+            "index": self.index, "device": self.device, "dtype": self.info.get("dtype"),
+            "pid": getattr(self.process, "pid", None), "state": self.state,
             "alive": self.state == "ready", "busy": self.busy, "assigned": self.assigned,
             "completed": self.completed, "aborted": self.aborted, "failed": self.failed, "error": self.error,
             "silent_s": round(time.monotonic() - self.last_message, 1),
@@ -380,10 +444,24 @@ class Submission:
         self.queue: asyncio.Queue = asyncio.Queue()
         self.prompt_tokens = 0
         self.finished: set[str] = set()
+        self.implementations: dict[int, dict] = {}  # replica index → what it resolved the kernel settings to
 
     @property
     def replicas(self) -> list[int]:
         return [self.replica_of[r].index for r in self.request_ids]
+
+    @property
+    def implementation(self) -> dict:
+        """The response's `kernel_implementation`: what the replica of choice 0 runs the kernel
+        settings as ({"attention", "attention_backend", "device", "dtype"}), `replicas` (the
+        replica of each choice) and, when the choices were split over several replicas,
+        `by_replica` (each serving replica's own, keyed by its index as a string)."""
+        replicas = self.replicas
+        out = {**self.implementations.get(replicas[0], {}), "replicas": replicas}
+        served = list(dict.fromkeys(replicas))
+        if len(served) > 1:
+            out["by_replica"] = {str(i): self.implementations.get(i) for i in served}
+        return out
 
     def abort(self) -> None:
         """Stop every sequence still running (client gone, timeout, a sibling failed). Idempotent."""
@@ -393,12 +471,29 @@ class Submission:
 
 
 class ReplicaPool:
-    """The replicas of one server: start, route (least busy first), collect events, report health."""
+    """The replicas of one server: start, route (prefix affinity, then least busy), collect
+    events, report health.
+
+    affinity_threshold: a choice of a known prompt goes to a replica recently given that prompt
+        unless it is more than this many sequences busier than the least busy live replica (and
+        more than `affinity_ratio` times as busy); negative: no affinity, least busy always.
+    affinity_keys: prompts remembered (least recently used forgotten first).
+    """
 
     def __init__(self, devices: list[str], *, model_path: str | None = None, dtype: str | None = None,
-                 threads_per_replica: int | None = None, engine_options: dict | None = None):
+                 threads_per_replica: int | None = None, engine_options: dict | None = None,
+                 affinity_threshold: int = DEFAULT_AFFINITY_THRESHOLD, affinity_ratio: float = DEFAULT_AFFINITY_RATIO,
+                 affinity_keys: int = DEFAULT_AFFINITY_KEYS):
         if not devices:
             raise ValueError("at least one device is needed")
+        if affinity_ratio < 1:
+            raise ValueError(f"affinity_ratio must be at least 1, got {affinity_ratio}")
+        if affinity_keys < 1:
+            raise ValueError(f"affinity_keys must be at least 1, got {affinity_keys}")
+        self.affinity_threshold = affinity_threshold
+        self.affinity_ratio = affinity_ratio
+        self.affinity_keys = affinity_keys
+        self._affinity: OrderedDict[str, list[int]] = OrderedDict()  # prompt key → replica indices, recent first
         self.devices = devices
         self.model_path = model_path
         self.dtype = dtype
@@ -484,19 +579,54 @@ class ReplicaPool:
             "alive": alive,
             "dead": [r["index"] for r in replicas if r["state"] == "dead"],
             "busy": sum(r["busy"] for r in replicas),
+            "routing": {"affinity_threshold": self.affinity_threshold, "affinity_ratio": self.affinity_ratio,
+                        "affinity_keys": len(self._affinity), "affinity_capacity": self.affinity_keys},
             "replicas": replicas,
         }
 
     # -- routing ---------------------------------------------------------------------------
 
-    def _choose(self) -> Replica:
+    @staticmethod
+    def _load(replica: Replica) -> tuple:
+        # Least busy first; among equals, the one given the least work so far (round robin).
+        return (replica.busy, replica.assigned, replica.index)
+
+    def _overloaded(self, replica: Replica, least: Replica) -> bool:
+        """Too much busier than the least busy live replica to keep a prompt's affinity."""
+        return (replica.busy - least.busy > self.affinity_threshold
+                and replica.busy > self.affinity_ratio * least.busy)
+
+    def _choose(self, key: str | None = None) -> Replica:
+        """The replica for one more sequence (or divergence job) of the prompt `key`: the least
+        busy live replica recently given `key` unless it is overloaded, else the least busy live
+        replica (which is then remembered for `key`). Call it once per choice, counting each
+        choice as busy before the next call."""
         ready = self.ready_replicas()
         if not ready:
             dead = "; ".join(f"replica {r.index} ({r.device}): {r.error or r.state}" for r in self.replicas)
             raise APIError(503, f"no live engine replica ({dead})", type="service_unavailable",
                            code="no_replica_available")
-        # Least busy first; among equals, the one given the least work so far (round robin).
-        return min(ready, key=lambda r: (r.busy, r.assigned, r.index))
+        least = min(ready, key=self._load)
+        if key is None or self.affinity_threshold < 0:
+            return least
+        holders = self._affinity.get(key)
+        if holders is None:
+            holders = self._affinity[key] = []
+            while len(self._affinity) > self.affinity_keys:
+                self._affinity.popitem(last=False)
+        else:
+            self._affinity.move_to_end(key)
+            holders[:] = [i for i in holders if self.replicas[i].state == "ready"]  # a dead one never serves again
+            if holders:
+                affine = min((self.replicas[i] for i in holders), key=self._load)
+                if not self._overloaded(affine, least):
+                    return affine
+        # A new prompt, or its replicas are dead or overloaded: the least busy one takes it on.
+        if least.index in holders:
+            holders.remove(least.index)
+        holders.insert(0, least.index)
+        del holders[_AFFINITY_REPLICAS:]
+        return least
 
     async def submit(self, payload: dict, samplings: list[dict], *, timeout: float) -> Submission:
         """Admit one chat completion: spread its choices over the replicas, wait until each
@@ -505,8 +635,9 @@ class ReplicaPool:
         request_ids = [f"{prefix}-{i}" for i in range(len(samplings))]
         submission = Submission(request_ids)
         groups: dict[Replica, list] = {}
+        key = affinity_key(payload)
         for request_id, sampling in zip(request_ids, samplings):
-            replica = self._choose()
+            replica = self._choose(key)
             replica.assigned += 1
             replica.sequences[request_id] = submission  # counts as busy for the next choice already
             submission.replica_of[request_id] = replica
@@ -520,7 +651,7 @@ class ReplicaPool:
             waiters.append(waiter)
             replica.send(("add", group_id, {**payload, "choices": choices}))
         try:
-            counts = await asyncio.wait_for(asyncio.gather(*waiters), timeout)
+            accepted = await asyncio.wait_for(asyncio.gather(*waiters), timeout)
         except BaseException as exc:
             submission.abort()
             for waiter in waiters:
@@ -535,11 +666,13 @@ class ReplicaPool:
             errors = [w.exception() for w in waiters if w.done() and not w.cancelled() and w.exception()]
             errors.sort(key=lambda e: getattr(e, "status", 999) >= 500)
             raise (errors[0] if errors else exc) from None
-        submission.prompt_tokens = counts[0]
+        submission.prompt_tokens = accepted[0][0]
+        for replica, (_, implementation) in zip(groups, accepted):
+            submission.implementations[replica.index] = implementation
         return submission
 
     async def divergence(self, payload: dict, *, timeout: float) -> dict:
-        replica = self._choose()
+        replica = self._choose(affinity_key(payload))  # the conversation's replica, load allowing
         job_id = f"job-{next(self._ids)}"
         waiter = self._loop.create_future()
         replica.waiters[job_id] = waiter
@@ -590,7 +723,8 @@ class ReplicaPool:
                 submission.queue.put_nowait(("event", submission.choice_of[event.request_id], event))
         elif kind == "accepted":
             replica.groups.pop(message[1], None)
-            self._resolve(replica, message[1], result=message[2])
+            implementation = message[3] if len(message) > 3 else {}
+            self._resolve(replica, message[1], result=(message[2], implementation))
         elif kind == "rejected":
             error = message[2]
             self._resolve(replica, message[1], error=APIError(

@@ -1,32 +1,44 @@
 """OpenAI-compatible HTTP server for the bundled engine: `python -m inference serve`.
 
     python -m inference serve --host 127.0.0.1 --port 8001 --devices cpu [--replicas N]
-                              [--model PATH] [--dtype bf16|fp32]
+                              [--model PATH] [--dtype bf16|fp32] [--affinity-threshold N]
 
 One engine replica runs per device in its own process (`inference.replicas`); `--devices
 cuda:0,cuda:1` starts two, `--devices cpu --replicas 2` two CPU processes (`--replicas` is per
-device). Requests go to the least busy live replica; the n choices of one request are spread
-the same way. Any OpenAI client works against `http://HOST:PORT/v1`.
+device). Routing is prefix-affine: every choice of one prompt (the n samples of a request, and
+the concurrent requests that differ only in `kernel` or sampling) goes to the replica recently
+given that prompt, so the engine prefills it once, unless that replica is more than
+--affinity-threshold sequences (default 32) and --affinity-ratio times (default 1.5) busier
+than the least busy live one, or dead; a new prompt goes to the least busy live replica.
+Divergence jobs follow their prompt the same way. Any OpenAI client works against
+`http://HOST:PORT/v1`.
 
 Endpoints
 ---------
 GET  /v1/models            {"object": "list", "data": [{"id", "object": "model", "created", "owned_by",
-                            "context_length"}]}
+                            "context_length", "dtype": "bf16" | "fp32"}]}
 POST /v1/chat/completions  OpenAI's chat completion request: model, messages, n, seed, temperature,
                            top_p, top_k, min_p, max_tokens (or max_completion_tokens), stop,
                            logprobs, top_logprobs, stream, stream_options.include_usage, plus
-                             kernel: the kernel settings object of DESIGN.md (default: stock/dense).
+                             kernel: the kernel settings object of DESIGN.md (default: stock/dense);
+                             return_token_ids (vLLM's): each choice gets `token_ids`, its tokens as
+                             sampled, a final EOS included (streamed: each chunk's own).
                            Seeds: choice i uses seed + i, so choice i of two requests that differ
                            only in `kernel` sees the same dice (paired samples). Without a seed each
                            choice draws its own random seed.
                            The response is OpenAI's chat.completion (or chat.completion.chunk events
-                           ending in `data: [DONE]`), with two extension fields: top-level `kernel`
-                           (the settings used, defaults filled in) and per choice `seed`. The header
+                           ending in `data: [DONE]`), with extension fields: top-level `kernel`
+                           (the settings used, defaults filled in), top-level (not streamed)
+                           `kernel_implementation` (what the replica resolved them to: {"attention":
+                           the attention backend's repr, "attention_backend": its name, "device",
+                           "dtype", "replicas": [replica of each choice], "by_replica" only when the
+                           choices were split over replicas}) and per choice `seed`. The header
                            `X-Inference-Replicas` lists the replica that served each choice.
 POST /v1/divergence        Teacher-forced comparison of two kernel settings on the same tokens.
-                           Request: {"messages": [...] | "prompt": str, "continuation": str,
-                           "candidate": {kernel}, "reference": {kernel} (default stock),
-                           "kl_threshold": 0.1, "top_k": 5, "model": optional}. `messages` are
+                           Request: {"messages": [...] | "prompt": str, "continuation": str |
+                           "continuation_ids": [int] (exactly one; ids within the vocabulary, e.g. a
+                           chat completion's `token_ids`), "candidate": {kernel}, "reference": {kernel}
+                           (default stock), "kl_threshold": 0.1, "top_k": 5, "model": optional}. `messages` are
                            rendered with the chat template and the assistant generation prompt (the
                            continuation is the assistant's answer); `prompt` is tokenized as is.
                            Response: {"object": "divergence", "model", "reference", "candidate",
@@ -38,9 +50,10 @@ POST /v1/divergence        Teacher-forced comparison of two kernel settings on t
                            KL(reference ‖ candidate) in nats of the next-token distributions at
                            each continuation position; *_top are the top_k tokens of each side.
 GET  /health               {"status": "ok" | "degraded" | "unavailable", "model", "alive", "dead": [index],
-                           "busy", "replicas": [{"index", "device", "pid", "state", "alive", "busy",
-                           "assigned", "completed", "aborted", "failed", "error", "silent_s"}]}; 503
-                           when no replica is alive.
+                           "busy", "routing": {"affinity_threshold", "affinity_ratio", "affinity_keys",
+                           "affinity_capacity"}, "replicas": [{"index", "device", "dtype", "pid",
+                           "state", "alive", "busy", "assigned", "completed", "aborted", "failed",
+                           "error", "silent_s"}]}; 503 when no replica is alive.
 
 Errors are OpenAI's body {"error": {"message", "type", "param", "code"}}: 400 for invalid input
 (param = the field path, e.g. `kernel.page_size`, `messages.0.role`), 404 for an unknown model,
@@ -70,7 +83,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from inference.protocol import APIError, ChatCompletionRequest, DivergenceRequest
-from inference.replicas import ReplicaPool, Submission
+from inference.replicas import DEFAULT_AFFINITY_RATIO, DEFAULT_AFFINITY_THRESHOLD, ReplicaPool, Submission
 from kernels.settings import KernelSettings, KernelSettingsError
 
 log = logging.getLogger("inference.server")
@@ -88,6 +101,8 @@ class ServerConfig:
     startup_timeout: float = 900.0
     threads_per_replica: int | None = None
     max_cache_tokens: int | None = None  # KV cache capacity per replica (default: the engine's)
+    affinity_threshold: int = DEFAULT_AFFINITY_THRESHOLD  # routing: see inference.replicas (negative: off)
+    affinity_ratio: float = DEFAULT_AFFINITY_RATIO
 
 
 # --------------------------------------------------------------------------------------------
@@ -100,13 +115,15 @@ def create_app(config: ServerConfig) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine_options = {"max_cache_tokens": config.max_cache_tokens} if config.max_cache_tokens else {}
         pool = ReplicaPool(config.devices, model_path=config.model_path, dtype=config.dtype,
-                           threads_per_replica=config.threads_per_replica, engine_options=engine_options)
+                           threads_per_replica=config.threads_per_replica, engine_options=engine_options,
+                           affinity_threshold=config.affinity_threshold, affinity_ratio=config.affinity_ratio)
         app.state.pool = pool
         try:
             await pool.start(timeout=config.startup_timeout)
             info = pool.model_info
             app.state.model_name = config.served_model_name or info["model"]
             app.state.context_length = info["context_length"]
+            app.state.dtype = info.get("dtype")
             app.state.created = int(time.time())
             log.info("serving %s on %d replica(s): %s", app.state.model_name, len(pool.ready_replicas()),
                      ", ".join(config.devices))
@@ -148,7 +165,7 @@ def create_app(config: ServerConfig) -> FastAPI:
         state = request.app.state
         return {"object": "list", "data": [{
             "id": state.model_name, "object": "model", "created": state.created, "owned_by": "inference",
-            "context_length": state.context_length,
+            "context_length": state.context_length, "dtype": state.dtype,
         }]}
 
     @app.post("/v1/chat/completions")
@@ -268,6 +285,7 @@ class _Choice:
     seed: int | None
     text: list[str] = field(default_factory=list)
     tokens: int = 0
+    token_ids: list[int] = field(default_factory=list)
     logprobs: list[dict] = field(default_factory=list)
     finish_reason: str | None = None
 
@@ -314,16 +332,22 @@ async def _chat_completions(body: ChatCompletionRequest, request: Request) -> Re
     finally:
         submission.abort()
     completion_tokens = sum(c.tokens for c in choices)
+
+    def choice(i: int, c: _Choice) -> dict:
+        out = {"index": i, "message": {"role": "assistant", "content": "".join(c.text)},
+               "logprobs": {"content": c.logprobs} if body.logprobs else None,
+               "finish_reason": c.finish_reason, "seed": c.seed}
+        if body.return_token_ids:
+            out["token_ids"] = c.token_ids
+        return out
+
     return JSONResponse({
         **meta, "object": "chat.completion", "system_fingerprint": None,
-        "choices": [{
-            "index": i, "message": {"role": "assistant", "content": "".join(c.text)},
-            "logprobs": {"content": c.logprobs} if body.logprobs else None,
-            "finish_reason": c.finish_reason, "seed": c.seed,
-        } for i, c in enumerate(choices)],
+        "choices": [choice(i, c) for i, c in enumerate(choices)],
         "usage": {"prompt_tokens": submission.prompt_tokens, "completion_tokens": completion_tokens,
                   "total_tokens": submission.prompt_tokens + completion_tokens},
         "kernel": payload["kernel"],
+        "kernel_implementation": submission.implementation,
     }, headers=headers)
 
 
@@ -338,6 +362,7 @@ async def _collect(submission: Submission, body: ChatCompletionRequest, choices:
         choice = choices[index]
         choice.text.append(event.text)
         choice.tokens += 1
+        choice.token_ids.append(event.token_id)
         if body.logprobs:
             choice.logprobs.append(_logprob_entry(event, body.top_logprobs or 0))
         if event.finished:
@@ -353,9 +378,12 @@ async def _stream(submission: Submission, body: ChatCompletionRequest, meta: dic
                   stall_timeout: float) -> AsyncIterator[str]:
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
 
-    def chunk(index: int, delta: dict, *, finish_reason: str | None = None, logprobs: Any = None) -> str:
+    def chunk(index: int, delta: dict, *, finish_reason: str | None = None, logprobs: Any = None,
+              token_ids: list[int] | None = None) -> str:
         data = {**meta, "object": "chat.completion.chunk", "system_fingerprint": None,
                 "choices": [{"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}]}
+        if token_ids is not None:
+            data["choices"][0]["token_ids"] = token_ids
         if include_usage:
             data["usage"] = None
         return _sse(data)
@@ -377,8 +405,9 @@ async def _stream(submission: Submission, body: ChatCompletionRequest, meta: dic
             choice = choices[index]
             choice.tokens += 1
             logprobs = {"content": [_logprob_entry(event, body.top_logprobs or 0)]} if body.logprobs else None
-            if event.text or logprobs:
-                yield chunk(index, {"content": event.text}, logprobs=logprobs)
+            token_ids = [event.token_id] if body.return_token_ids else None
+            if event.text or logprobs or token_ids:
+                yield chunk(index, {"content": event.text}, logprobs=logprobs, token_ids=token_ids)
             if event.finished:
                 remaining -= 1
                 yield chunk(index, {}, finish_reason=event.finish_reason)
@@ -403,11 +432,14 @@ async def _divergence(body: DivergenceRequest, request: Request) -> dict:
     if (body.messages is None) == (body.prompt is None):
         raise APIError(400, "give exactly one of `messages` (chat) or `prompt` (raw text)", param="messages",
                        code="invalid_value")
+    if (body.continuation is None) == (body.continuation_ids is None):
+        raise APIError(400, "give exactly one of `continuation` (text) or `continuation_ids` (token ids)",
+                       param="continuation", code="invalid_value")
     reference = _kernel(body.reference, path="reference")
     candidate = _kernel(body.candidate, path="candidate")
     payload = {
         "messages": None if body.messages is None else [m.as_template_message() for m in body.messages],
-        "prompt": body.prompt, "continuation": body.continuation,
+        "prompt": body.prompt, "continuation": body.continuation, "continuation_ids": body.continuation_ids,
         "reference": reference.to_dict(), "candidate": candidate.to_dict(),
         "kl_threshold": float(body.kl_threshold), "top_k": body.top_k,
     }
@@ -495,10 +527,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="torch CPU threads per replica (default: CPU cores / replicas)")
     parser.add_argument("--max-cache-tokens", type=int, default=None,
                         help="KV cache capacity per replica and cache layout, in tokens (default: the engine's)")
+    parser.add_argument("--affinity-threshold", type=int, default=DEFAULT_AFFINITY_THRESHOLD, metavar="N",
+                        help="prefix-affine routing: the choices of one prompt (all samples and kernel settings of "
+                             "a conversation) stay on the replica recently given it unless that replica is more "
+                             f"than N sequences busier than the least busy one (default {DEFAULT_AFFINITY_THRESHOLD}; "
+                             "negative: no affinity, every choice to the least busy replica)")
+    parser.add_argument("--affinity-ratio", type=float, default=DEFAULT_AFFINITY_RATIO, metavar="R",
+                        help="...and more than R times as busy (default %(default)s; at least 1)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     args = parser.parse_args(argv)
     if args.replicas < 1:
         parser.error("--replicas must be at least 1")
+    if args.affinity_ratio < 1:
+        parser.error("--affinity-ratio must be at least 1")
     try:
         devices = _devices(args.devices, args.replicas)
     except argparse.ArgumentTypeError as exc:
@@ -508,7 +549,8 @@ def main(argv: list[str] | None = None) -> int:
                           served_model_name=args.served_model_name, max_n=args.max_n,
                           max_tokens_limit=args.max_tokens_limit, request_timeout=args.request_timeout,
                           startup_timeout=args.startup_timeout, threads_per_replica=threads,
-                          max_cache_tokens=args.max_cache_tokens)
+                          max_cache_tokens=args.max_cache_tokens, affinity_threshold=args.affinity_threshold,
+                          affinity_ratio=args.affinity_ratio)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     import uvicorn

@@ -1,7 +1,11 @@
 """Several engine replicas behind one server: `--devices cpu --replicas 2` runs the same code path
-as `--devices cuda:0,cuda:1` (one spawned process per replica). Requests spread over the
-replicas; a replica killed with SIGKILL is reported dead, its in-flight requests fail at once
-with a 503, and the server keeps serving from the survivor.
+as `--devices cuda:0,cuda:1` (one spawned process per replica). Routing is prefix-affine: every
+choice of one conversation, under any kernel settings, lands on one replica while different
+conversations spread over the replicas, and a conversation spills to the other replica only
+when its own is over --affinity-threshold (4 here) busier; a replica killed with SIGKILL is
+reported dead, its in-flight requests fail at once with a 503, and the server keeps serving
+from the survivor (the dead one's conversations included). The routing policy itself is tested
+without processes in test_routing.py.
 
 This is the only test module that starts a two-replica server (two model loads).
 """
@@ -25,12 +29,16 @@ STORY = [{"role": "user", "content": "Write a long, detailed story about a drago
 HELLO = [{"role": "user", "content": "Say hello."}]
 # Short, so that the stuck-replica test is quick; every request here makes progress within a second or two.
 REQUEST_TIMEOUT_S = 10
+# A conversation keeps its replica until that replica is more than this many sequences busier than the other.
+AFFINITY_THRESHOLD = 4
+DENSE = {"attention": "dense"}
+SPARSE = {"attention": "sparse", "sparse_budget": 64}
 
 
 @pytest.fixture(scope="module")
 def server():
     with spawn_server("--devices", "cpu", "--replicas", "2", "--max-cache-tokens", "4096", "--threads-per-replica", "1",
-                      "--request-timeout", str(REQUEST_TIMEOUT_S)) as url:
+                      "--request-timeout", str(REQUEST_TIMEOUT_S), "--affinity-threshold", str(AFFINITY_THRESHOLD)) as url:
         yield url
 
 
@@ -52,30 +60,86 @@ def wait_for(predicate, timeout: float = 30.0):
     raise AssertionError("condition not met in time")
 
 
-def test_requests_spread_over_replicas(client, server):
+def chat_body(model: str, messages: list[dict], **overrides) -> dict:
+    return {"model": model, "messages": messages, "max_tokens": 2, "temperature": 1.0, "seed": 3, **overrides}
+
+
+def replicas_of(response: httpx.Response) -> list[int]:
+    assert response.status_code == 200, response.text
+    return [int(i) for i in response.headers["x-inference-replicas"].split(",")]
+
+
+def test_one_conversation_under_several_kernel_settings_lands_on_one_replica(client, server):
+    """What the triage worker sends: one request per kernel setting, concurrently, each with n
+    samples of the same conversation. All of them go to one replica (which prefills the
+    conversation once), whatever the load-balancing would have said."""
     model = client.models.list().data[0].id
-    # The n choices of one request go to the least busy replica each: one per replica here.
-    raw = client.chat.completions.with_raw_response.create(model=model, messages=HELLO, n=2, max_tokens=2, seed=3)
-    assert sorted(raw.headers["x-inference-replicas"].split(",")) == ["0", "1"]
-    assert len(raw.parse().choices) == 2
+    conversation = [{"role": "user", "content": "Name a colour."}]
+    responses: dict[str, httpx.Response] = {}
 
-    # Concurrent requests land on different replicas too.
-    seen: list[str] = []
+    def arm(name: str, kernel: dict) -> None:
+        responses[name] = httpx.post(f"{server}/v1/chat/completions", timeout=120,
+                                     json=chat_body(model, conversation, n=2, kernel=kernel))
 
-    def one() -> None:
-        r = client.chat.completions.with_raw_response.create(model=model, messages=HELLO, max_tokens=2, seed=4)
-        seen.append(r.headers["x-inference-replicas"])
-
-    threads = [threading.Thread(target=one) for _ in range(2)]
+    threads = [threading.Thread(target=arm, args=item) for item in (("dense", DENSE), ("sparse", SPARSE))]
     for t in threads:
         t.start()
     for t in threads:
         t.join(120)
-    assert sorted(seen) == ["0", "1"]
+    (replica,) = {i for r in responses.values() for i in replicas_of(r)}  # 4 sequences, one replica
+    for name, response in responses.items():
+        implementation = response.json()["kernel_implementation"]
+        assert implementation["attention_backend"] == name and implementation["replicas"] == [replica, replica]
+        assert implementation["device"] == "cpu" and implementation["dtype"] in ("bf16", "fp32")
+    # The same conversation later (and its divergence job) still goes there.
+    assert replicas_of(httpx.post(f"{server}/v1/chat/completions", json=chat_body(model, conversation),
+                                  timeout=120)) == [replica]
     report = health(server).json()
-    assert report["status"] == "ok" and report["alive"] == 2
-    assert [r["completed"] for r in report["replicas"]] == [2, 2]
+    assert report["status"] == "ok" and report["alive"] == 2 and report["busy"] == 0
+    assert report["routing"]["affinity_threshold"] == AFFINITY_THRESHOLD
     assert len({r["pid"] for r in report["replicas"]}) == 2 and os.getpid() not in {r["pid"] for r in report["replicas"]}
+
+
+def test_different_conversations_under_load_go_to_different_replicas(client, server):
+    model = client.models.list().data[0].id
+    body = chat_body(model, [{"role": "user", "content": "Tell me about rivers."}], max_tokens=300, stream=True)
+    with httpx.stream("POST", f"{server}/v1/chat/completions", json=body, timeout=60) as stream:
+        (busy,) = replicas_of(stream)
+        next(stream.iter_lines())  # admitted, decoding
+        other = httpx.post(f"{server}/v1/chat/completions", timeout=120,
+                           json=chat_body(model, [{"role": "user", "content": "Tell me about mountains."}], n=2))
+        assert replicas_of(other) == [1 - busy] * 2
+    wait_for(lambda: health(server).json()["busy"] == 0)
+
+
+def test_a_conversation_spills_to_the_other_replica_when_its_own_is_over_the_threshold(client, server):
+    model = client.models.list().data[0].id
+    conversation = [{"role": "user", "content": "Describe a forest."}]
+    # AFFINITY_THRESHOLD + 1 sequences of it: they stay together (the last sees a difference of 4, not over 4)...
+    body = chat_body(model, conversation, n=AFFINITY_THRESHOLD + 1, max_tokens=300, stream=True)
+    with httpx.stream("POST", f"{server}/v1/chat/completions", json=body, timeout=60) as stream:
+        replicas = replicas_of(stream)
+        (affine,) = set(replicas)
+        assert len(replicas) == AFFINITY_THRESHOLD + 1
+        next(stream.iter_lines())
+        # ...and now that replica is 5 sequences busier than the idle one: the next arm goes there.
+        spilled = httpx.post(f"{server}/v1/chat/completions", timeout=120,
+                             json=chat_body(model, conversation, kernel=SPARSE))
+        assert replicas_of(spilled) == [1 - affine]
+    wait_for(lambda: health(server).json()["busy"] == 0)
+
+
+def test_a_divergence_job_goes_to_its_conversations_replica(client, server):
+    model = client.models.list().data[0].id
+    conversation = [{"role": "user", "content": "Name a fruit."}]
+    (replica,) = set(replicas_of(httpx.post(f"{server}/v1/chat/completions", timeout=120,
+                                            json=chat_body(model, conversation))))
+    before = [r["assigned"] for r in health(server).json()["replicas"]]
+    response = httpx.post(f"{server}/v1/divergence", timeout=120, json={
+        "messages": conversation, "continuation": "An apple.", "candidate": SPARSE, "top_k": 0})
+    assert response.status_code == 200, response.text
+    after = [r["assigned"] for r in health(server).json()["replicas"]]
+    assert after[replica] == before[replica] + 1 and after[1 - replica] == before[1 - replica]
 
 
 @pytest.mark.parametrize("words, max_tokens, param", [(4200, None, "messages"), (3000, 2000, "max_tokens")],
@@ -146,10 +210,13 @@ def test_killed_replica_fails_its_requests_and_the_others_keep_serving(client, s
     assert not dead["alive"] and dead["state"] == "dead" and "SIGKILL" in dead["error"] and dead["busy"] == 0
     assert report["replicas"][survivor]["alive"]
 
-    # 3. New requests go to the survivor and succeed, both choices of an n=2 included.
+    # 3. New requests go to the survivor and succeed, both choices of an n=2 included, and so does the
+    #    conversation whose affine replica was the dead one.
     raw = client.chat.completions.with_raw_response.create(model=model, messages=HELLO, n=2, max_tokens=2, seed=5)
     assert raw.headers["x-inference-replicas"] == f"{survivor},{survivor}"
     assert all(c.message.content for c in raw.parse().choices)
+    raw = client.chat.completions.with_raw_response.create(model=model, messages=STORY, max_tokens=2, seed=5)
+    assert raw.headers["x-inference-replicas"] == f"{survivor}"
 
     # 4. A non-streaming request in flight on the last replica gets a 503 when it dies...
     outcome: dict = {}

@@ -51,6 +51,7 @@ def test_models_list_names_the_loaded_model(client, server):
     assert models[0].id == health(server)["model"]
     assert models[0].id.startswith("SmolLM2-135M-Instruct")
     assert models[0].model_extra["context_length"] == 8192
+    assert models[0].model_extra["dtype"] == "fp32"
 
 
 def test_chat_completion_answers_and_reports_usage(client, model):
@@ -64,6 +65,10 @@ def test_chat_completion_answers_and_reports_usage(client, model):
     assert 1 <= response.usage.completion_tokens <= 12
     assert response.usage.total_tokens == response.usage.prompt_tokens + response.usage.completion_tokens
     assert response.model_extra["kernel"]["attention"] == "dense"  # the settings used, defaults filled in
+    implementation = response.model_extra["kernel_implementation"]  # what the replica ran them as
+    assert implementation["attention_backend"] == "dense" and implementation["attention"].startswith("DenseAttention(")
+    assert implementation["device"] == "cpu" and implementation["dtype"] == "fp32"
+    assert implementation["replicas"] == [0] and "by_replica" not in implementation
 
 
 def test_stop_string_ends_the_answer_before_it(client, model):
@@ -156,6 +161,57 @@ def test_kernel_field_is_accepted_and_validated(client, model):
     with pytest.raises(openai.BadRequestError) as excinfo:
         client.chat.completions.create(model=model, messages=FRANCE, max_tokens=4, extra_body={"kernel": {"atention": "dense"}})
     assert excinfo.value.body["param"] == "kernel.atention"
+
+
+def test_kernel_implementation_names_the_sparse_backend(client, model):
+    response = client.chat.completions.create(
+        model=model, messages=FRANCE, temperature=0, max_tokens=2, n=2,
+        extra_body={"kernel": {"attention": "sparse", "sparse_budget": 64}})
+    implementation = response.model_extra["kernel_implementation"]
+    assert implementation["attention_backend"] == "sparse"
+    assert implementation["attention"].startswith("SparseAttention(budget=64,")
+    assert implementation["replicas"] == [0, 0] and implementation["dtype"] == "fp32"
+
+
+def test_return_token_ids_gives_the_tokens_as_sampled(client, model, server):
+    response = client.chat.completions.create(model=model, messages=FRANCE, temperature=0, max_tokens=40,
+                                              extra_body={"return_token_ids": True})
+    (choice,) = response.choices
+    ids = choice.model_extra["token_ids"]
+    assert len(ids) == response.usage.completion_tokens and all(isinstance(i, int) for i in ids)
+    # Greedy, this answer ends on EOS: its id is the last one (SmolLM2's <|im_end|>, 2); it has no text.
+    assert choice.finish_reason == "stop" and ids[-1] == 2 and choice.message.content == "The capital of France is Paris."
+    plain = client.chat.completions.create(model=model, messages=FRANCE, temperature=0, max_tokens=2)
+    assert "token_ids" not in plain.choices[0].model_extra
+
+    # Streamed: each chunk's choice carries the ids of its own tokens.
+    body = {"model": model, "messages": FRANCE, "temperature": 0, "max_tokens": 5, "stream": True,
+            "return_token_ids": True}
+    with httpx.stream("POST", f"{server}/v1/chat/completions", json=body, timeout=60) as stream:
+        events = [json.loads(line[6:]) for line in stream.iter_lines() if line.startswith("data: {")]
+    streamed = [i for e in events for c in e["choices"] for i in c.get("token_ids", [])]
+    assert streamed == ids[:5]
+
+
+def test_divergence_of_the_decoded_token_ids_matches_the_decode_logprobs(client, model, server):
+    """Decode vs prefill: a seeded sample's own tokens, re-scored by teacher forcing under the same
+    kernel, get the log-probabilities the decode reported for them (both are log_softmax of the
+    raw logits, whatever the temperature)."""
+    sample = client.chat.completions.create(model=model, messages=FRANCE, temperature=1.0, seed=5, max_tokens=12,
+                                            logprobs=True, extra_body={"return_token_ids": True})
+    (choice,) = sample.choices
+    ids = choice.model_extra["token_ids"]
+    decoded = [entry.logprob for entry in choice.logprobs.content]
+    assert len(ids) == len(decoded) >= 2
+    response = httpx.post(f"{server}/v1/divergence", timeout=120, json={
+        "messages": FRANCE, "continuation_ids": ids, "reference": {}, "candidate": {}, "top_k": 0})
+    assert response.status_code == 200, response.text
+    positions = response.json()["positions"]
+    assert [p["token_id"] for p in positions] == ids
+    for p, logprob in zip(positions, decoded):
+        assert p["reference_logprob"] == pytest.approx(logprob, abs=1e-4), p  # fp32: ~2e-5 measured
+        assert p["kl"] < 1e-6
+    assert response.json()["prompt_tokens"] == sample.usage.prompt_tokens
 
 
 def _chat(model: str, **overrides) -> dict:
@@ -269,12 +325,22 @@ def test_divergence_measures_a_real_difference(server, model):
     ({"prompt": "x", "continuation": "", "candidate": {}}, "continuation"),
     ({"prompt": "x", "continuation": "y"}, "candidate"),
     ({"prompt": "hello " * 8200, "continuation": "y", "candidate": {}}, "continuation"),
+    ({"prompt": "x", "candidate": {}}, "continuation"),
+    ({"prompt": "x", "continuation": "y", "continuation_ids": [1], "candidate": {}}, "continuation"),
+    ({"prompt": "x", "continuation_ids": [], "candidate": {}}, "continuation_ids"),
+    ({"prompt": "x", "continuation_ids": [1, "2"], "candidate": {}}, "continuation_ids.1"),
+    ({"prompt": "x", "continuation_ids": [1, 49152], "candidate": {}}, "continuation_ids"),
+    ({"prompt": "x", "continuation_ids": [-1], "candidate": {}}, "continuation_ids"),
+    ({"prompt": "hello " * 8000, "continuation_ids": [1] * 500, "candidate": {}}, "continuation_ids"),
 ], ids=["both-contexts", "no-context", "bad-candidate", "bad-reference", "empty-continuation", "no-candidate",
-        "over-context"])
+        "over-context", "no-continuation", "both-continuations", "empty-ids", "id-not-int", "id-over-vocabulary",
+        "id-negative", "ids-over-context"])
 def test_divergence_bad_input(server, body, param):
     response = httpx.post(f"{server}/v1/divergence", json=body, timeout=30)
     assert response.status_code == 400, response.text
     assert response.json()["error"]["param"] == param
+    if "continuation_ids" in body and param == "continuation_ids" and body["continuation_ids"]:
+        assert "vocabulary" in response.json()["error"]["message"] or "context" in response.json()["error"]["message"]
 
 
 def _wait_for(predicate, timeout: float = 30.0):
