@@ -431,7 +431,10 @@ class Engine:
         if total > self.config.max_seq_len:
             raise EngineError(f"prompt + continuation is {total} tokens, over the context of {self.config.max_seq_len}")
         with self._lock:
-            if reference.cache_key == candidate.cache_key:  # one cache layout: one prefill for both
+            if reference == candidate:  # one setting against itself (a re-score): one pass
+                (h_ref,) = self._teacher_forced_hidden(prompt_ids, cont, reference)
+                h_cand = h_ref
+            elif reference.cache_key == candidate.cache_key:  # one cache layout: one prefill for both
                 h_ref, h_cand = self._teacher_forced_hidden(prompt_ids, cont, reference, candidate)
             else:
                 (h_ref,) = self._teacher_forced_hidden(prompt_ids, cont, reference)
