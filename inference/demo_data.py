@@ -60,6 +60,8 @@ MISC = [
 # Prompts also served at temperature 0 (greedy), where small models fall into loops.
 GREEDY = [HTML[0], HTML[1], HTML[2], HTML[3], HTML[4], CODE[0], STORY[0], STORY[1], MISC[1], EXPLAIN[3]]
 
+GREEDY_HEALTHY_AT_PRODUCTION = [EXPLAIN[6]]
+
 KERNELS = {
     "stock": {"attention": "dense"},
     "sparse": {"attention": "sparse", "sparse_budget": 512, "sink_pages": 1, "local_pages": 2},
@@ -170,6 +172,12 @@ def build_plan(rng: random.Random) -> list[dict[str, Any]]:
                                   "top_k": 0, "min_p": 0.0, "max_tokens": 512},
                      "profile": ["sparse", "stock", "fp8-kv", "sparse"][i]})
     rng.shuffle(plan)
+    # Served at T=0 with a short limit: greedy decoding loops here, while the production
+    # temperature answers it well (1 of 48 seeds degenerates): the textbook `sampling` case.
+    for prompt in GREEDY_HEALTHY_AT_PRODUCTION:
+        plan.append({"messages": [{"role": "user", "content": prompt}],
+                     "sampling": {"temperature": 0.0, "top_p": 1.0, "top_k": 0, "min_p": 0.0, "max_tokens": 256},
+                     "profile": "stock"})
     for i, item in enumerate(plan):
         item["sampling"]["seed"] = 1000 + i
     return plan

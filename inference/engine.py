@@ -274,6 +274,7 @@ class Engine:
         self._rr = 0
         self._lock = threading.RLock()
         self.prefill_tokens = 0          # tokens run through prefill
+        self.prefill_sequences = 0       # prompts run through prefill (identical prompts admitted together: one)
         self.shared_prefill_tokens = 0   # prompt tokens not run again: taken from an identical prompt's prefill
 
     def fork(self, **overrides: Any) -> "Engine":
@@ -678,6 +679,7 @@ class Engine:
             group.cache.copy_pages(torch.tensor([s.prefill_leader.pages[len(s.tokens) // ps] for s in partial]),
                                    torch.tensor([s.pages[len(s.tokens) // ps] for s in partial]))
         self.prefill_tokens += len(tokens)
+        self.prefill_sequences += len(row)
         self.shared_prefill_tokens += sum(len(s.tokens) for s in followers)
         logits = self.model.logits(hidden)
         if followers:

@@ -163,6 +163,13 @@ class _ReplicaLoop:
             elif os.getppid() != self.server_pid:
                 return  # the server is gone (killed hard); do not linger as an orphan
 
+    def _counters(self) -> dict:
+        """The engine's prefill counters, sent with every step's events (GET /health shows them)."""
+        engine = self.engine
+        return {"prefill_sequences": getattr(engine, "prefill_sequences", 0),
+                "prefill_tokens": getattr(engine, "prefill_tokens", 0),
+                "shared_prefill_tokens": getattr(engine, "shared_prefill_tokens", 0)}
+
     def _receive(self, *, block: bool) -> list[tuple]:
         messages = []
         try:
@@ -314,7 +321,7 @@ class _ReplicaLoop:
             if event.finished:
                 self.active.pop(event.request_id, None)
         if out:
-            self.conn.send(("events", out))
+            self.conn.send(("events", out, self._counters()))
 
     def _divergence(self, job_id: str, payload: dict) -> None:
         from kernels.settings import KernelSettings, KernelSettingsError
@@ -403,6 +410,7 @@ class Replica:
     groups: dict[str, list[str]] = field(default_factory=dict)  # admission not yet answered → its request ids
     jobs: int = 0  # divergence computations running
     last_message: float = field(default_factory=time.monotonic)  # a busy replica that stays silent is stuck
+    counters: dict = field(default_factory=dict)  # the engine's prefill counters, as of its last step
     started: asyncio.Future | None = None
     assigned: int = 0
     completed: int = 0
@@ -430,6 +438,7 @@ class Replica:
             "alive": self.state == "ready", "busy": self.busy, "assigned": self.assigned,
             "completed": self.completed, "aborted": self.aborted, "failed": self.failed, "error": self.error,
             "silent_s": round(time.monotonic() - self.last_message, 1),
+            **self.counters,
         }
 
 
@@ -712,6 +721,8 @@ class ReplicaPool:
         replica.last_message = time.monotonic()
         kind = message[0]
         if kind == "events":
+            if len(message) > 2:
+                replica.counters = message[2]
             for event in message[1]:
                 submission = replica.sequences.get(event.request_id)
                 if submission is None:

@@ -82,7 +82,7 @@ class ArmInline(admin.TabularInline):
 
 @admin.register(models.Experiment)
 class ExperimentAdmin(admin.ModelAdmin):
-    list_display = ["id", "transcript", "status", "verdict", "samples_done", "samples_total", "created_at"]
+    list_display = ["id", "name", "status", "verdict", "samples_per_arm", "created_at"]
     list_filter = ["status", "verdict"]
     inlines = [ArmInline]
 

@@ -7,7 +7,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import IsAuthenticated
 
-from triage import api
+from triage import api, api_experiments
 
 transcript_list = api.TranscriptListApi.as_view()
 transcript_ingest = api.TranscriptIngestApi.as_view()
@@ -20,6 +20,12 @@ def _v1(collection_views):
         path("transcripts/<int:transcript_id>", api.TranscriptDetailApi.as_view(), name="api-transcript-detail"),
         path("transcripts/<int:transcript_id>/flags", api.FlagCreateApi.as_view(), name="api-flag-create"),
         path("transcripts/<int:transcript_id>/flags/<int:flag_id>", api.FlagUpdateApi.as_view(), name="api-flag-update"),
+        path("experiments", api_experiments.ExperimentListCreateApi.as_view(), name="api-experiments"),
+        path("experiments/<int:experiment_id>", api_experiments.ExperimentDetailApi.as_view(), name="api-experiment-detail"),
+        path("experiments/<int:experiment_id>/cancel", api_experiments.ExperimentCancelApi.as_view(),
+             name="api-experiment-cancel"),
+        path("experiments/<int:experiment_id>/export", api_experiments.ExperimentExportApi.as_view(),
+             name="api-experiment-export"),
     ]
 
 

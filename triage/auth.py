@@ -109,19 +109,22 @@ class HasScope(permissions.BasePermission):
         ApiKey.Scope.INGEST: "triage.add_transcript",
         ApiKey.Scope.FLAG: "triage.add_flag",
         ApiKey.Scope.READ: None,
+        ApiKey.Scope.EXPERIMENT: "triage.add_experiment",
     }
 
     def has_permission(self, request, view) -> bool:
         scope = getattr(view, "required_scope", None)
         if scope is None or not (request.user and request.user.is_authenticated):
             return bool(request.user and request.user.is_authenticated)
+        scopes = scope if isinstance(scope, tuple) else (scope,)  # a tuple: any one of them will do
         key = request_api_key(request)
         if key is not None:
-            if not key.has_scope(scope):
-                self.message = f"This API key lacks the '{scope}' scope (it has: {', '.join(key.scopes) or 'none'})."
+            if not any(key.has_scope(s) for s in scopes):
+                wanted = "' or '".join(scopes)
+                self.message = f"This API key lacks the '{wanted}' scope (it has: {', '.join(key.scopes) or 'none'})."
                 return False
             return True
-        perm = self.USER_PERMISSION_FOR_SCOPE.get(scope)
+        perm = self.USER_PERMISSION_FOR_SCOPE.get(scopes[0])
         if perm and not request.user.has_perm(perm):
             self.message = f"Your account may not do this (needs permission {perm})."
             return False

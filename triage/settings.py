@@ -156,6 +156,42 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # The bundled inference backend that `make run` starts beside the web app.
 INFERENCE_URL = env.str("INFERENCE_URL", default="http://127.0.0.1:8001/v1")
 
+# Experiments (triage/experiments). Sampling at the production temperature: greedy decoding
+# loops by itself, so the reference arm is stock at 0.6 (DeepSeek-R1's and Qwen3's advice).
+EXPERIMENT_PRODUCTION_TEMPERATURE = env.float("EXPERIMENT_PRODUCTION_TEMPERATURE", default=0.6)
+EXPERIMENT_PRODUCTION_TOP_P = env.float("EXPERIMENT_PRODUCTION_TOP_P", default=0.95)
+EXPERIMENT_STOCK_PROFILE = env.str("EXPERIMENT_STOCK_PROFILE", default="stock")
+EXPERIMENT_DEFAULT_SAMPLES = env.int("EXPERIMENT_DEFAULT_SAMPLES", default=16)
+EXPERIMENT_MAX_SAMPLES = env.int("EXPERIMENT_MAX_SAMPLES", default=256)
+EXPERIMENT_MAX_TOKENS_CAP = env.int("EXPERIMENT_MAX_TOKENS_CAP", default=1024)
+EXPERIMENT_MAX_CASES = env.int("EXPERIMENT_MAX_CASES", default=50)  # transcripts in one suite
+EXPERIMENT_BASE_SEED = env.int("EXPERIMENT_BASE_SEED", default=0)
+EXPERIMENT_CHUNK_SIZE = env.int("EXPERIMENT_CHUNK_SIZE", default=0)  # 0: backend max_concurrency // arms
+EXPERIMENT_DECODE_CHECK_SAMPLES = env.int("EXPERIMENT_DECODE_CHECK_SAMPLES", default=1)  # per arm and case
+EXPERIMENT_RESCORE_MAX_TOKENS = env.int("EXPERIMENT_RESCORE_MAX_TOKENS", default=256)  # decode vs prefill: first N tokens
+EXPERIMENT_DIVERGENCE_MAX_CHARS = env.int("EXPERIMENT_DIVERGENCE_MAX_CHARS", default=3000)  # ~750 tokens scored
+# Never stuck: a running chunk refreshes its heartbeat every EXPERIMENT_HEARTBEAT_SECONDS;
+# the sweep (every EXPERIMENT_SWEEP_SECONDS) re-dispatches a chunk silent for
+# EXPERIMENT_STALE_SECONDS (its worker died), or dispatched and never started for
+# EXPERIMENT_PENDING_STALE_SECONDS (its message was lost), at most EXPERIMENT_MAX_CHUNK_ATTEMPTS times.
+EXPERIMENT_HEARTBEAT_SECONDS = env.float("EXPERIMENT_HEARTBEAT_SECONDS", default=5.0)
+EXPERIMENT_STALE_SECONDS = env.int("EXPERIMENT_STALE_SECONDS", default=120)
+EXPERIMENT_PENDING_STALE_SECONDS = env.int("EXPERIMENT_PENDING_STALE_SECONDS", default=1800)
+EXPERIMENT_SWEEP_SECONDS = env.float("EXPERIMENT_SWEEP_SECONDS", default=30.0)
+EXPERIMENT_MAX_CHUNK_ATTEMPTS = env.int("EXPERIMENT_MAX_CHUNK_ATTEMPTS", default=3)
+EXPERIMENT_CHUNK_TIME_LIMIT = env.int("EXPERIMENT_CHUNK_TIME_LIMIT", default=3600)
+# The backend client (triage/backends.py): attempts on connection errors, 429 and 5xx.
+BACKEND_ATTEMPTS = env.int("BACKEND_ATTEMPTS", default=3)
+BACKEND_BACKOFF = env.float("BACKEND_BACKOFF", default=0.5)
+BACKEND_TIMEOUT = env.float("BACKEND_TIMEOUT", default=900.0)
+# Diagnosis thresholds: defaults and their reasons in triage/diagnosis.py (Thresholds); any
+# can be overridden here, e.g. DIAGNOSIS_THRESHOLDS="healthy_rate=0.2,kernel_kl=0.05".
+DIAGNOSIS_THRESHOLDS = env.dict("DIAGNOSIS_THRESHOLDS", default={})
+
+CELERY_BEAT_SCHEDULE = {
+    "experiment-sweep": {"task": "triage.experiment_sweep", "schedule": EXPERIMENT_SWEEP_SECONDS},
+}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
