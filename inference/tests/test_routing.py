@@ -9,6 +9,7 @@ The real two-replica server is exercised in test_replicas.py.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 
 import pytest
 
@@ -58,7 +59,10 @@ def run(pool: ReplicaPool, coro_factory):
     async def main():
         pool._loop = asyncio.get_running_loop()
         return await coro_factory()
-    return asyncio.run(main())
+    # A thread of its own: in a whole-suite run Playwright's sync API (browser tests) keeps an
+    # event loop running on the main thread, where asyncio.run() refuses to start another.
+    with concurrent.futures.ThreadPoolExecutor(1) as executor:
+        return executor.submit(asyncio.run, main()).result()
 
 
 DENSE = {"attention": "dense"}

@@ -194,7 +194,8 @@ def _case_divergence(experiment: Experiment, case: ExperimentCase, arms: list[Ar
                 arm_client = _client(arm)
                 try:
                     method, note, positions, summary = external.topk_divergence(
-                        stock_client, arm_client, stock.backend, arm.backend, messages, response, t.position_kl)
+                        stock_client, arm_client, stock.backend, arm.backend, messages, response, t.position_kl,
+                        stock_kernel=stock.kernel, arm_kernel=arm.kernel)
                 finally:
                     arm_client.close()
                 row = _save_divergence(**common, method=method, note=note, positions=positions, summary=summary)

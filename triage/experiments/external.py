@@ -63,6 +63,24 @@ def _echo_scores(client: BackendClient, prompt: str, text: str, *, top_k: int) -
     return [{"token": tokens[i], "logprob": logprobs[i], "top": dict(tops[i] or {})} for i in range(start, end)]
 
 
+def _bundled_scores(client: BackendClient, messages: list[dict], text: str, kernel: dict, *, top_k: int) -> list[dict]:
+    """The same shape from a bundled backend's /v1/divergence (the setting against itself)."""
+    data = client.divergence({"messages": messages, "continuation": text, "reference": kernel, "candidate": kernel,
+                              "top_k": top_k})
+    return [{"token": p["token"], "logprob": p["reference_logprob"],
+             "top": {t["token"]: t["logprob"] for t in p.get("reference_top") or []}} for p in data["positions"]]
+
+
+def _scores(client: BackendClient, backend, messages: list[dict], text: str, kernel: dict, *, top_k: int) -> list[dict]:
+    if client.bundled:
+        return _bundled_scores(client, messages, text, kernel, top_k=top_k)
+    prompt = _render(backend, messages)
+    if prompt is None:
+        raise BackendError(f"backend '{backend.name}' has no chat template set for raw-prompt scoring "
+                           f"(Backend.chat_template)")
+    return _echo_scores(client, prompt, text, top_k=top_k)
+
+
 def rescore(client: BackendClient, backend, messages: list[dict], text: str, decoded: list[dict]):
     """(method, note, tokens, rescored logprobs, decode logprobs) aligned on the tokens both
     sides agree on (the re-tokenized text can split differently from what was decoded)."""
@@ -108,16 +126,13 @@ def _topk_kl(reference: dict[str, float], candidate: dict[str, float]) -> float:
 
 
 def topk_divergence(stock_client: BackendClient, arm_client: BackendClient, stock_backend, arm_backend,
-                    messages: list[dict], response: str, threshold: float) -> tuple[str, str, list, dict]:
-    """(method, note, positions, summary) of the approximate KL between two servers."""
-    prompt = _render(stock_backend, messages)
-    prompt_arm = _render(arm_backend, messages)
-    if prompt is None or prompt_arm is None:
-        which = stock_backend.name if prompt is None else arm_backend.name
-        return UNAVAILABLE, f"backend '{which}' has no chat template set for raw-prompt scoring", [], {}
+                    messages: list[dict], response: str, threshold: float, *, stock_kernel: dict | None = None,
+                    arm_kernel: dict | None = None) -> tuple[str, str, list, dict]:
+    """(method, note, positions, summary) of the approximate KL between two servers' top-k
+    next-token distributions on the same response (tokens aligned while both split it alike)."""
     try:
-        ref = _echo_scores(stock_client, prompt, response, top_k=TOP_K)
-        cand = _echo_scores(arm_client, prompt_arm, response, top_k=TOP_K)
+        ref = _scores(stock_client, stock_backend, messages, response, stock_kernel or {}, top_k=TOP_K)
+        cand = _scores(arm_client, arm_backend, messages, response, arm_kernel or {}, top_k=TOP_K)
     except BackendError as exc:
         return UNAVAILABLE, f"top-k divergence unavailable: {exc}", [], {}
     positions: list[dict[str, Any]] = []
@@ -133,6 +148,6 @@ def topk_divergence(stock_client: BackendClient, arm_client: BackendClient, stoc
         return UNAVAILABLE, "the two servers tokenized the response differently from the first token", [], {}
     summary = stats.kl_summary([p["kl"] for p in positions], threshold=threshold)
     summary["top1_agreement"] = sum(p["top1_agree"] for p in positions) / len(positions)
-    note = (f"top-{TOP_K} approximation from /v1/completions echo logprobs (tail mass lumped together: a lower "
-            f"bound of the true KL), {len(positions)} positions")
+    note = (f"top-{TOP_K} approximation (tail mass lumped together: a lower bound of the true KL), "
+            f"{len(positions)} of {min(len(ref), len(cand))} positions aligned")
     return TOPK, note, positions, summary
