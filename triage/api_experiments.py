@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from datetime import timedelta
 
 from django.http import StreamingHttpResponse
@@ -39,17 +40,20 @@ class SelectionInput(TranscriptFilterInput):
 
 
 class ExperimentStartInput(serializers.Serializer):
-    transcript = StrictIntegerField(required=False, min_value=1, help_text="One transcript (a single case).")
-    transcripts = serializers.ListField(child=StrictIntegerField(min_value=1), required=False, allow_empty=False,
+    transcript = StrictIntegerField(required=False, min_value=1, max_value=2**63 - 1,
+                                    help_text="One transcript (a single case).")
+    transcripts = serializers.ListField(child=StrictIntegerField(min_value=1, max_value=2**63 - 1), required=False,
+                                        allow_empty=False,
                                         help_text="A suite: the transcripts, the same arms on each.")
     selection = SelectionInput(required=False, help_text="A suite from a queue selection (capped by EXPERIMENT_MAX_CASES).")
     arms = serializers.ListField(child=serializers.DictField(), required=False, allow_empty=False,
                                  help_text="[{name, profile, kernel, temperature, top_p, top_k, min_p, max_tokens}]; "
                                            "default: stock and the served profile at the production temperature, "
                                            "plus a greedy control when the transcript was served at T=0.")
-    samples = StrictIntegerField(required=False, min_value=1, help_text="Samples per arm and case (default 16).")
-    max_tokens = StrictIntegerField(required=False, min_value=1)
-    base_seed = StrictIntegerField(required=False, min_value=0)
+    samples = StrictIntegerField(required=False, min_value=1, max_value=2**31,
+                                 help_text="Samples per arm and case (default 16).")
+    max_tokens = StrictIntegerField(required=False, min_value=1, max_value=2**31)
+    base_seed = StrictIntegerField(required=False, min_value=0, max_value=2**62)
     ablate = serializers.BooleanField(required=False, default=False)
     allow_greedy_only = serializers.BooleanField(required=False, default=False)
     name = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
@@ -100,7 +104,7 @@ class ExperimentListCreateApi(BaseApi):
             raise exceptions.ValidationError({"status": [f"'{status_filter}' is not a status; use one of "
                                                          f"{', '.join(Experiment.Status.values)}."]})
         transcript = request.query_params.get("transcript")
-        if transcript is not None and not transcript.isdigit():
+        if transcript is not None and not re.fullmatch(r"[0-9]{1,18}", transcript):
             raise exceptions.ValidationError({"transcript": ["must be a transcript id."]})
         try:
             limit = min(500, max(1, int(request.query_params.get("limit", 50))))
@@ -160,7 +164,7 @@ class ExperimentCancelApi(BaseApi):
                    responses={200: OpenApiTypes.OBJECT, 404: ERROR_RESPONSE, 409: ERROR_RESPONSE})
     def post(self, request, experiment_id: int):
         experiment = selectors.experiment_get(experiment_id=experiment_id)
-        if experiment.is_final:
+        if experiment.is_final or experiment.status == Experiment.Status.FINALIZING:
             return error_response(409, f"experiment {experiment.pk} has already ended ({experiment.status}); "
                                        "nothing to cancel.", {"status": [experiment.status]})
         experiment = services.experiment_cancel(experiment=experiment)

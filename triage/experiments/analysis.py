@@ -200,6 +200,7 @@ def _case_divergence(experiment: Experiment, case: ExperimentCase, arms: list[Ar
                     arm_client.close()
                 row = _save_divergence(**common, method=method, note=note, positions=positions, summary=summary)
             done[key] = row
+            Experiment.objects.filter(pk=experiment.pk).update(heartbeat_at=timezone.now())
     finally:
         stock_client.close()
 
@@ -309,15 +310,18 @@ def finalize(experiment: Experiment) -> None:
     stock = next((a for a in arms if a.role == Arm.Role.STOCK), None)
     if total and stock is not None and Sample.objects.filter(arm=stock).exists():
         for case in cases:
-            _case_divergence(experiment, case, arms, t)
-            _decode_prefill(experiment, case, arms, t)
-            Experiment.objects.filter(pk=experiment.pk).update(heartbeat_at=timezone.now())
+            for step in (_case_divergence, _decode_prefill):
+                try:
+                    step(experiment, case, arms, t)
+                except Exception:  # noqa: BLE001 - divergence is evidence, not the result: keep going
+                    logger.exception("%s failed on case %s of experiment %s", step.__name__, case.pk, experiment.pk)
+                Experiment.objects.filter(pk=experiment.pk).update(heartbeat_at=timezone.now())
     diagnosis = diagnose(facts(experiment, arms, results), t) if total else {}
     expected = len(arms) * len(cases) * experiment.samples_per_arm
     failed_chunks = list(ExperimentChunk.objects.filter(experiment=experiment, status=ExperimentChunk.Status.FAILED)
                          .values_list("error", flat=True))
     arm_errors = [f"{a.name}: {a.error}" for a in Arm.objects.filter(experiment=experiment).exclude(error="")]
-    errors = arm_errors or [e for e in failed_chunks if e]
+    errors = [e for e in failed_chunks if e] and (arm_errors or failed_chunks)  # a later success clears it
     if total == 0:
         status = Experiment.Status.FAILED
     elif total < expected or errors:
@@ -327,6 +331,6 @@ def finalize(experiment: Experiment) -> None:
     error = "; ".join(dict.fromkeys(errors))[:4000]
     if status == Experiment.Status.FAILED and not error:
         error = "no sample was generated"
-    Experiment.objects.filter(pk=experiment.pk).update(
+    Experiment.objects.filter(pk=experiment.pk, status=Experiment.Status.FINALIZING).update(
         status=status, verdict=diagnosis.get("verdict", ""), diagnosis=diagnosis, finished_at=timezone.now(),
         error=error)

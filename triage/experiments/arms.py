@@ -153,6 +153,9 @@ def explicit_arms(raw_arms: list, *, fallback: Backend) -> list[ArmPlan]:
             continue
         name = raw.get("profile")
         profile = None
+        if name is not None and not isinstance(name, str):
+            errors[f"{path}.profile"] = f"must be a profile name (a string), got {type(name).__name__}"
+            continue
         if name is not None:
             profile = profiles.get(name)
             if profile is None:
@@ -264,7 +267,20 @@ def ablation_arms(plans: list[ArmPlan]) -> list[ArmPlan]:
     return plans + added
 
 
+def unique_names(plans: list[ArmPlan]) -> list[ArmPlan]:
+    """Arm names are unique per experiment: a repeated generated name gets a number."""
+    seen: dict[str, int] = {}
+    for plan in plans:
+        if plan.name in seen:
+            seen[plan.name] += 1
+            plan.name = f"{plan.name} #{seen[plan.name]}"[:100]
+        else:
+            seen[plan.name] = 1
+    return plans
+
+
 def create_arms(experiment, plans: list[ArmPlan]) -> list[Arm]:
+    plans = unique_names(plans)
     arms = [Arm(experiment=experiment, name=p.name, role=p.role, component=p.component, kernel_profile=p.profile,
                 backend=p.backend, kernel=p.kernel, sampling=p.sampling, position=i, runtime={"planned": p.extra} if p.extra else {})
             for i, p in enumerate(plans)]

@@ -147,14 +147,24 @@ def dispatch_chunks(chunk_ids: list[int]) -> None:
     now = timezone.now()
     for chunk_id in chunk_ids:
         ExperimentChunk.objects.filter(pk=chunk_id).update(dispatched_at=now)
-        result = experiment_chunk.apply_async(args=[chunk_id])
+        try:
+            result = experiment_chunk.apply_async(args=[chunk_id])
+        except Exception as exc:  # noqa: BLE001 - broker down: the sweep dispatches it again later
+            logger.error("could not dispatch chunk %s (the sweep will retry): %s", chunk_id, exc)
+            continue
         ExperimentChunk.objects.filter(pk=chunk_id, task_id="").update(task_id=result.id or "")
 
 
 def dispatch_finalize(experiment_id: int) -> None:
     from triage.tasks import experiment_finalize
 
-    transaction.on_commit(lambda: experiment_finalize.apply_async(args=[experiment_id]))
+    def send() -> None:
+        try:
+            experiment_finalize.apply_async(args=[experiment_id])
+        except Exception as exc:  # noqa: BLE001 - broker down: the sweep finalizes it later
+            logger.error("could not dispatch finalization of experiment %s: %s", experiment_id, exc)
+
+    transaction.on_commit(send)
 
 
 # --- cancel ----------------------------------------------------------------------------
@@ -166,8 +176,8 @@ def experiment_cancel(*, experiment: Experiment) -> Experiment:
     experiment changes nothing."""
     with transaction.atomic():
         experiment = Experiment.objects.select_for_update().get(pk=experiment.pk)
-        if experiment.is_final:
-            return experiment
+        if experiment.is_final or experiment.status == Experiment.Status.FINALIZING:
+            return experiment  # every sample is in: it ends in a moment with its verdict
         experiment.status = Experiment.Status.CANCELLED
         experiment.finished_at = timezone.now()
         experiment.save(update_fields=["status", "finished_at"])
@@ -255,6 +265,21 @@ def _heartbeat(chunk: ExperimentChunk) -> bool:
 
 
 def chunk_run(*, chunk_id: int, finalize: bool = True) -> str:
+    """Generate the missing samples of one chunk for every arm at once; returns the chunk's
+    final status. Any failure ends the chunk `failed` with the error (never left running)."""
+    try:
+        return _chunk_run(chunk_id=chunk_id, finalize=finalize)
+    except Exception as exc:
+        logger.exception("chunk %s failed", chunk_id)
+        ExperimentChunk.objects.filter(pk=chunk_id).exclude(status__in=ExperimentChunk.TERMINAL).update(
+            status=ExperimentChunk.Status.FAILED, error=f"{exc.__class__.__name__}: {exc}"[:4000])
+        experiment_id = ExperimentChunk.objects.filter(pk=chunk_id).values_list("experiment_id", flat=True).first()
+        if finalize and experiment_id:
+            experiment_maybe_finalize(experiment_id=experiment_id)
+        raise
+
+
+def _chunk_run(*, chunk_id: int, finalize: bool = True) -> str:
     """Generate the missing samples of one chunk for every arm at once; returns the chunk's
     final status. Backend failures (after the client's retries) fail the chunk with the
     backend's error; the experiment is finalized when its last chunk ends."""
@@ -373,7 +398,7 @@ def experiment_finalize(*, experiment_id: int) -> str | None:
     another call owns (or finished) it."""
     claimed = Experiment.objects.filter(
         Q(status__in=[Experiment.Status.PENDING, Experiment.Status.RUNNING]) | Q(status=Experiment.Status.FINALIZING,
-                                                                                heartbeat_at__lt=_stale_before()),
+                                                                                heartbeat_at__lt=_finalize_stale_before()),
         pk=experiment_id).update(status=Experiment.Status.FINALIZING, heartbeat_at=timezone.now())
     if not claimed:
         return None
@@ -382,7 +407,7 @@ def experiment_finalize(*, experiment_id: int) -> str | None:
         analysis.finalize(experiment)
     except Exception as exc:  # noqa: BLE001 - never leave it finalizing: record why and end it
         logger.exception("finalizing experiment %s failed", experiment_id)
-        Experiment.objects.filter(pk=experiment_id).update(
+        Experiment.objects.filter(pk=experiment_id, status=Experiment.Status.FINALIZING).update(
             status=Experiment.Status.FAILED, finished_at=timezone.now(),
             error=f"analysis failed: {exc.__class__.__name__}: {exc}")
         return Experiment.Status.FAILED
@@ -396,6 +421,11 @@ def _stale_before():
     return timezone.now() - timedelta(seconds=settings.EXPERIMENT_STALE_SECONDS)
 
 
+def _finalize_stale_before():
+    """Finalization makes long backend calls (teacher forcing) between heartbeats."""
+    return timezone.now() - timedelta(seconds=settings.EXPERIMENT_FINALIZE_STALE_SECONDS)
+
+
 def experiment_sweep() -> dict[str, Any]:
     """Periodic: re-dispatch chunks whose worker is gone (no heartbeat for
     EXPERIMENT_STALE_SECONDS, or dispatched and never started for
@@ -405,25 +435,27 @@ def experiment_sweep() -> dict[str, Any]:
     pending_stale = timezone.now() - timedelta(seconds=settings.EXPERIMENT_PENDING_STALE_SECONDS)
     lost = ExperimentChunk.objects.filter(
         Q(status=ExperimentChunk.Status.RUNNING, heartbeat_at__lt=stale)
-        | Q(status=ExperimentChunk.Status.PENDING, dispatched_at__lt=pending_stale),
+        | Q(status=ExperimentChunk.Status.PENDING, dispatched_at__lt=pending_stale)
+        | Q(status=ExperimentChunk.Status.PENDING, dispatched_at__isnull=True, experiment__created_at__lt=pending_stale),
         experiment__status__in=[Experiment.Status.PENDING, Experiment.Status.RUNNING])
     redispatch, failed = [], []
     for chunk in lost:
         if chunk.attempts >= settings.EXPERIMENT_MAX_CHUNK_ATTEMPTS:
-            ExperimentChunk.objects.filter(pk=chunk.pk).update(
+            ExperimentChunk.objects.filter(pk=chunk.pk, status=chunk.status).update(
                 status=ExperimentChunk.Status.FAILED,
                 error=f"its worker was lost {chunk.attempts} times (no heartbeat for "
                       f"{settings.EXPERIMENT_STALE_SECONDS}s); check the worker logs")
             failed.append(chunk.pk)
         else:
-            ExperimentChunk.objects.filter(pk=chunk.pk).update(status=ExperimentChunk.Status.PENDING, task_id="")
-            redispatch.append(chunk.pk)
+            if ExperimentChunk.objects.filter(pk=chunk.pk, status=chunk.status, heartbeat_at=chunk.heartbeat_at).update(
+                    status=ExperimentChunk.Status.PENDING, task_id=""):
+                redispatch.append(chunk.pk)
     if redispatch:
         dispatch_chunks(redispatch)
     finalized = []
     open_experiments = Experiment.objects.filter(
         Q(status__in=[Experiment.Status.PENDING, Experiment.Status.RUNNING])
-        | Q(status=Experiment.Status.FINALIZING, heartbeat_at__lt=stale))
+        | Q(status=Experiment.Status.FINALIZING, heartbeat_at__lt=_finalize_stale_before()))
     for experiment_id in open_experiments.values_list("pk", flat=True):
         if not ExperimentChunk.objects.filter(experiment_id=experiment_id).exclude(status__in=ExperimentChunk.TERMINAL).exists():
             from triage.tasks import experiment_finalize as finalize_task
