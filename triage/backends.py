@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -62,7 +62,6 @@ class Generation:
     implementation: dict | None = None  # what the bundled server resolved them to
     model: str = ""
     mode: str = N_SEED
-    replicas: list[str] = field(default_factory=list)
 
 
 class BackendClient:
@@ -146,10 +145,6 @@ class BackendClient:
                 raise BackendError(f"backend '{self.name}' lists no model at {self.base_url}/models")
             self.model = data[0]["id"]
         return self.model
-
-    def model_info(self) -> dict:
-        data = self.request("GET", "/models").get("data") or []
-        return next((m for m in data if m.get("id") == self.model_id()), data[0] if data else {})
 
     def health(self) -> dict:
         """GET /health at the server root (bundled: replicas and their state); {"status":

@@ -19,7 +19,7 @@ from django.utils import timezone
 from triage import content_codec, stats
 from triage.backends import BackendClient, BackendError
 from triage.diagnosis import Thresholds, diagnose
-from triage.experiments import external
+from triage.experiments import external, selectors
 from triage.models import Arm, Divergence, Experiment, ExperimentCase, ExperimentChunk, Sample
 
 logger = logging.getLogger(__name__)
@@ -160,7 +160,7 @@ def _case_divergence(experiment: Experiment, case: ExperimentCase, arms: list[Ar
     if stock is None or stock.backend is None:
         return
     transcript = case.transcript
-    messages = _messages(case)
+    messages = selectors.conversation(case=case)
     # Teacher forcing costs a prefill-sized pass per setting: long responses are scored on their
     # head (EXPERIMENT_DIVERGENCE_MAX_CHARS); a kernel that diverges shows it early (position 97 in SGLang #25790).
     response = content_codec.decode(transcript.response, transcript.content_encoding)[:settings.EXPERIMENT_DIVERGENCE_MAX_CHARS]
@@ -205,19 +205,13 @@ def _case_divergence(experiment: Experiment, case: ExperimentCase, arms: list[Ar
         stock_client.close()
 
 
-def _messages(case: ExperimentCase) -> list[dict]:
-    from triage.experiments.services import conversation
-
-    return conversation(case)
-
-
 def _decode_prefill(experiment: Experiment, case: ExperimentCase, arms: list[Arm], t: Thresholds) -> None:
     """Each arm's first samples: the logprob of each token as decoded against the same tokens
     re-scored teacher-forced on the same backend and setting (the prefill path)."""
     count = settings.EXPERIMENT_DECODE_CHECK_SAMPLES
     if count <= 0:
         return
-    messages = _messages(case)
+    messages = selectors.conversation(case=case)
     for arm in arms:
         if arm.backend is None:
             continue

@@ -12,8 +12,6 @@ can name the component at fault.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
 from django.conf import settings
 
 from kernels.settings import KernelSettings, KernelSettingsError
@@ -289,9 +287,3 @@ def create_arms(experiment, plans: list[ArmPlan]) -> list[Arm]:
 
 def temperatures(plans: list[ArmPlan]) -> list[float]:
     return [p.sampling["temperature"] for p in plans]
-
-
-def describe(plans: list[ArmPlan]) -> list[dict[str, Any]]:
-    """The plan as the UI's "start experiment" form pre-fills it."""
-    return [{"name": p.name, "role": p.role, "profile": p.profile.name if p.profile else None, "kernel": p.kernel,
-             "component": p.component, "backend": p.backend.name, **p.sampling} for p in plans]

@@ -16,6 +16,13 @@ from triage import content_codec
 from triage.models import Arm, Divergence, Experiment, ExperimentCase, ExperimentChunk, Sample
 
 
+def conversation(*, case: ExperimentCase) -> list[dict]:
+    """The case's conversation up to the flagged response, as the router sent it (NUL decoded)."""
+    transcript = case.transcript
+    messages = content_codec.decode(transcript.messages, transcript.content_encoding)
+    return [{"role": m.get("role", "user"), "content": m.get("content", "")} for m in messages if isinstance(m, dict)]
+
+
 def experiment_list(*, status: str | None = None, transcript_id: int | None = None) -> QuerySet[Experiment]:
     qs = Experiment.objects.select_related("created_by").annotate(
         case_count=Count("cases", distinct=True), arm_count=Count("arms", distinct=True))

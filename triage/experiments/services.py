@@ -22,9 +22,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from triage import content_codec, selectors
+from triage import content_codec, selectors as transcript_selectors
 from triage.backends import BackendClient, BackendError, Choice, Generation
-from triage.experiments import analysis, arms as arm_planning
+from triage.experiments import analysis, arms as arm_planning, selectors
 from triage.experiments.arms import ExperimentInputError
 from triage.models import Arm, Backend, Experiment, ExperimentCase, ExperimentChunk, Sample, Transcript
 from triage.services import transcript_metrics
@@ -60,7 +60,7 @@ def _cases(*, transcript_ids: list | None, selection: dict | None) -> list[Trans
             raise ExperimentInputError({f"transcripts[{i}]": f"unknown transcript id {t}"})
         return [found[i] for i in ids]
     if selection:
-        rows = list(selectors.transcript_list(filters=selection).select_related("kernel_profile")[:cap])
+        rows = list(transcript_selectors.transcript_list(filters=selection).select_related("kernel_profile")[:cap])
         if not rows:
             raise ExperimentInputError({"selection": "matches no transcript; widen the filters"})
         return rows
@@ -236,12 +236,6 @@ def _runs(indices: list[int]) -> list[tuple[int, int]]:
     return runs
 
 
-def conversation(case: ExperimentCase) -> list[dict]:
-    transcript = case.transcript
-    messages = content_codec.decode(transcript.messages, transcript.content_encoding)
-    return [{"role": m.get("role", "user"), "content": m.get("content", "")} for m in messages if isinstance(m, dict)]
-
-
 def _runtime(arm: Arm, client: BackendClient, generation: Generation) -> dict:
     return {
         "backend": {"name": client.name, "kind": client.kind, "base_url": client.base_url},
@@ -299,7 +293,7 @@ def _chunk_run(*, chunk_id: int, finalize: bool = True) -> str:
     Experiment.objects.filter(pk=experiment.pk, status=Experiment.Status.PENDING).update(
         status=Experiment.Status.RUNNING, started_at=now)
     case = chunk.case
-    messages = conversation(case)
+    messages = selectors.conversation(case=case)
     arms = list(Arm.objects.select_related("backend").filter(experiment=experiment))
     have = set(Sample.objects.filter(case=case, index__gte=chunk.start, index__lt=chunk.stop)
                .values_list("arm_id", "index"))

@@ -17,7 +17,7 @@ from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
 from triage.backends import Choice
-from triage.experiments import analysis, arms as arm_planning, services
+from triage.experiments import analysis, arms as arm_planning, selectors, services
 from triage.management.commands.bootstrap import profiles_ensure
 from triage.models import Arm, Backend, Experiment, ExperimentCase, ExperimentChunk, Sample, Transcript
 from triage.roles import ENGINEERS, OPS, ensure_groups
@@ -364,7 +364,7 @@ def choice(i: int, text: str, finish_reason: str = "stop") -> Choice:
 
 
 def record(arm, case, indices, text, finish_reason="stop") -> int:
-    return services.sample_record(arm=arm, case=case, messages=services.conversation(case),
+    return services.sample_record(arm=arm, case=case, messages=selectors.conversation(case=case),
                                   choices=[(i, choice(i, text, finish_reason)) for i in indices])
 
 
