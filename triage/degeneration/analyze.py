@@ -7,10 +7,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import counting as C
 from . import metrics as M
+from . import near_verbatim as NV
+from . import nesting as N
 from .thresholds import DEFAULT, Thresholds
 
-VERSION = "2"  # 2: repeat runs, character loops, CJK tokens, requested repetition (session 6)
+VERSION = "3"  # 3: bare role lines, counting loops, near-verbatim loops, nesting, logprob evidence (session 12)
+# 2: repeat runs, character loops, CJK tokens, requested repetition (session 6)
+
+LOOP_CODES = ("tail_loop", "fuzzy_loop", "counting_loop", "near_verbatim_loop", "repeat_run", "line_run",
+              "char_loop", "nesting", "runaway_repetition")
 
 
 @dataclass
@@ -72,7 +79,7 @@ def _r(x: float) -> float:
 
 
 def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=None,
-            token_logprobs=None, thresholds: Thresholds = DEFAULT) -> Analysis:
+            token_logprobs=None, chat_template: str | None = None, thresholds: Thresholds = DEFAULT) -> Analysis:
     """Measure one response and judge whether it is degenerate.
 
     Parameters (all but ``text`` keyword-only):
@@ -86,6 +93,9 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                       tail loop are then also reported on model tokens (``metrics["model_tokens"]``)
                       and logprobs are mapped to the loop exactly.
       token_logprobs  logprob of each generated token (same order as token_ids).
+      chat_template   the model's chat template family (``chatml``, ``llama3``, ``gemma``) or its
+                      source, for the role names of bare role lines (default: user / assistant /
+                      system, plus the roles of ``messages``).
       thresholds      a ``Thresholds`` (default ``thresholds.DEFAULT``).
 
     The verdict depends only on the text, finish_reason and messages (so a response gets the same
@@ -217,6 +227,16 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                 highlights.append(Highlight(fz_char, len(text), "fuzzy_loop", f"period {fz.period} ×{fz.copies:.0f}"))
                 loop_fired = True
 
+    # ---- counting loop (a template whose only change is a counter) ---------------------------
+    if not loop_fired and L >= 8 and toks.is_number.any():
+        cl = _counting_loop(text, toks, T, runaway, messages, requested)
+        if cl is not None:
+            mt["counting_loop"] = cl["info"]
+            if cl["fire"]:
+                reasons.append(Reason("counting_loop", cl["message"], T.sev_counting_loop, cl["span"]))
+                highlights.append(Highlight(*cl["span"], "loop", cl["label"]))
+                loop_fired = True
+
     # ---- lines -------------------------------------------------------------------------------
     ls = M.line_stats(text, T.line_run_min_chars)
     mt["lines"] = {"lines": ls.lines, "duplicate_share": _r(ls.duplicate_share), "longest_run": ls.run,
@@ -280,6 +300,62 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                 highlights.append(Highlight(cl.start, len(text), "loop", f"{cl.period} chars ×{cl.copies:.0f}"))
                 loop_fired = True
 
+    # ---- near-verbatim loop (echoes of recent sentences or lines) ------------------------------
+    if L >= T.near_min_tokens:
+        base = max(0, L - 16384)
+        bounds = NV.segment_bounds(toks.cp, toks.starts[base:], toks.ends[base:])
+        prose, vocab = _prose_and_vocab(toks)
+        er = NV.echo_run(ids[base:], prose[base:], vocab[base:], toks.is_number[base:], bounds, window=T.near_window,
+                         threshold=T.near_similarity)
+        if er is not None:
+            info = er.to_dict(toks.starts[base:], toks.ends[base:])
+            cov = er.tokens / L
+            info["coverage"] = _r(cov)
+            mt["near_verbatim"] = info
+            enough = (er.echoes >= T.near_min_echoes and er.tokens >= T.near_min_tokens and er.copies >= T.near_min_copies
+                      and (cov >= T.near_min_coverage or (runaway and er.at_end)))
+            strong = (er.echoes >= T.near_strong_echoes and cov >= T.near_strong_coverage
+                      and er.copies >= T.near_min_copies)
+            dry = er.novel_share <= (T.near_runaway_max_novel_share if runaway else T.near_max_novel_share)
+            same = (er.repeat_share >= T.near_min_repeat_share
+                    or (runaway and er.at_end and er.novel_share <= T.near_max_novel_share))
+            if not loop_fired and (enough or strong) and dry and same:
+                a, b = info["start_char"], info["end_char"]
+                if not requested(text[a:b], er.echoes):
+                    reasons.append(Reason(
+                        "near_verbatim_loop",
+                        f"near-verbatim loop: {er.echoes} of {er.segments} sentences/lines from char {a} echo one "
+                        f"of the {T.near_window} before them (token sets within Jaccard {T.near_similarity:g}), "
+                        f"{_pct(cov)} of the response; {_pct(er.repeat_share)} of them repeat an earlier one word for word and "
+                        f"only {_pct(er.novel_share)} bring a new word — "
+                        f"e.g. “{_short(text[a:b], 60)}”", T.sev_near_loop, (a, b)))
+                    highlights.append(Highlight(a, b, "loop", f"{er.echoes} near-copies"))
+                    loop_fired = True
+
+    # ---- recursive nesting -------------------------------------------------------------------
+    if L >= 16:
+        mins = {"tag": T.nest_tag_min, "bracket": T.nest_bracket_min, "indent": T.nest_indent_min}
+        climbs = N.deepest_climbs(text, toks.cp, markup.get("opens", {}),
+                                  min_depth=int(T.nest_tag_min * T.nest_runaway_factor))
+        if climbs:
+            mt["nesting"] = {c.kind: c.to_dict() for c in climbs}
+        for c in climbs:
+            need = mins[c.kind]
+            if runaway and c.end >= 0.5 * len(text):
+                need = int(need * T.nest_runaway_factor)
+            n_req = C.count_requested(messages)
+            if c.came_back:
+                need *= 2  # a deep structure that closes again is a document, unless it is very deep
+            if c.depth >= need and not (n_req is not None and c.depth <= n_req * T.count_request_factor
+                                        + T.count_request_slack):
+                what = {"tag": f"<{c.name}> opened inside <{c.name}>", "bracket": "{ / [ opened inside { / [",
+                        "indent": "lines indented further"}[c.kind]
+                reasons.append(Reason(
+                    "nesting", f"recursive nesting: {what} {c.depth} levels deep without coming back up "
+                    f"(from char {c.start}) — “{_short(text[c.start:c.end], 60)}”", T.sev_nesting, (c.start, c.end)))
+                highlights.append(Highlight(c.start, c.end, "loop", f"{c.depth} levels"))
+                break
+
     # ---- runaway with near-repetition --------------------------------------------------------
     if runaway:  # (computed only here: it costs a sort and only matters for a runaway)
         tail_rep8, window = M.tail_repeat(ids, 8)
@@ -311,9 +387,9 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                               f"is never closed", T.sev_unbalanced_fence * (0.5 if runaway else 1.0)))
 
     # ---- confabulated turns ------------------------------------------------------------------
-    cf = M.confabulated_turns(text, messages, T.confab_min_words)
+    cf = M.confabulated_turns(text, messages, T.confab_min_words, chat_template)
     mt["confabulation"] = {"turn_markers": len(cf["markers"]), "end_markers": len(cf["end_markers"]),
-                           "role_lines": len(cf["role_lines"])}
+                           "role_lines": len(cf["role_lines"]), "bare_role_lines": len(cf["bare_roles"])}
     if cf["markers"]:
         pos, marker, role = cf["markers"][0]
         after = text[pos + len(marker):pos + len(marker) + 200]
@@ -326,6 +402,17 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                               + (f" ({len(cf['markers'])} turn markers in all)" if len(cf["markers"]) > 1 else ""),
                               T.sev_confab_marker, (pos, end)))
         highlights.append(Highlight(pos, end, "confabulated_turn", f"invented {role or 'turn'}"))
+    elif cf["bare_roles"]:
+        pos, role, rest, how = cf["bare_roles"][0]
+        what = {"request": "a user turn with a request", "dialogue": "a user turn answered by an invented "
+                "assistant turn", "answer": f"a second {role} turn", "system": "a system turn"}.get(how, f"a {role} turn")
+        reasons.append(Reason("confabulated_turn",
+                              f"confabulated turn: the line {role!r} at char {pos} is a chat-template role whose "
+                              f"markers were stripped, opening {what} the conversation does not have: "
+                              f"“{_short(rest, 60)}”"
+                              + (f" ({len(cf['bare_roles'])} role lines in all)" if len(cf["bare_roles"]) > 1 else ""),
+                              T.sev_confab_bare, (pos, len(text))))
+        highlights.append(Highlight(pos, len(text), "confabulated_turn", f"invented {role} turn"))
     elif cf["role_lines"]:
         pos, line, rest = cf["role_lines"][0]
         reasons.append(Reason("confabulated_turn",
@@ -343,7 +430,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
         highlights.append(Highlight(pos, pos + len(marker), "end_marker", marker))
 
     # ---- model tokens and logprobs ------------------------------------------------------------
-    model_loop = None
+    model_loop = mids = None
     if token_ids is not None:
         try:
             mids = M.ids_array(list(token_ids))
@@ -359,34 +446,48 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                 "covered_tokens": model_loop.covered, "coverage": _r(model_loop.coverage),
                 "start_token": model_loop.start}
             mt["model_tokens"] = mm
+    loops = [r for r in reasons if r.code in LOOP_CODES and r.span is not None]
+    lp = None
     if token_logprobs is not None:
         lp = M.clean_logprobs(token_logprobs) if isinstance(token_logprobs, (list, tuple, np.ndarray)) else np.zeros(0)
-        info: dict = {"n": int(lp.size)}
-        if lp.size:
-            certain = lp >= T.near_zero_logprob
-            info["mean"] = _r(lp.mean())
-            info["certain_share"] = _r(certain.mean())
-            # the loop's tokens: exact with model token ids, else proportional to the loop's chars
-            if model_loop is not None and mids is not None and mids.size == lp.size:
-                in_loop = certain[model_loop.start:model_loop.total - model_loop.trimmed]
-                info["loop_mapping"] = "model_tokens"
-            elif loop_char is not None and len(text):
-                k = int(math.floor(lp.size * loop_char / len(text)))
-                in_loop = certain[k:]
-                info["loop_mapping"] = "proportional"
-            else:
-                in_loop = None
-            if in_loop is not None and in_loop.size:
-                share = float(in_loop.mean())
-                info["loop_certain_share"] = _r(share)
-                info["loop_tokens"] = int(in_loop.size)
-                if loop_fired and share >= T.self_reinforcing_share:
-                    for r in reasons:
-                        if r.code in ("tail_loop", "fuzzy_loop"):
-                            r.severity = 1 - (1 - r.severity) * (1 - T.sev_self_reinforcing_bonus)
-                            r.message += (f"; self-reinforcing: {_pct(share)} of the loop's tokens were "
-                                          f"sampled with p ≥ 0.9")
+    if lp is not None and lp.size:
+        certain = lp >= T.near_zero_logprob
+        info: dict = {"n": int(lp.size), "mean": _r(lp.mean()), "certain_share": _r(certain.mean())}
+        # the loop's tokens: exact for the tail loop with model token ids, else the share of the
+        # logprobs that the loop's characters are of the text (proportional)
+        in_loop = None
+        if (model_loop is not None and mids is not None and mids.size == lp.size and loops
+                and loops[0].code == "tail_loop"):
+            in_loop = certain[model_loop.start:model_loop.total - model_loop.trimmed]
+            info["loop_mapping"] = "model_tokens"
+        elif loops and len(text):
+            a, b = loops[0].span
+            ka = int(math.floor(lp.size * a / len(text)))
+            kb = max(ka + 1, int(math.ceil(lp.size * b / len(text))))
+            in_loop = certain[ka:kb]
+            info["loop_mapping"] = "proportional"
+        elif loop_char is not None and len(text):
+            in_loop = certain[int(math.floor(lp.size * loop_char / len(text))):]
+            info["loop_mapping"] = "proportional"
+        if in_loop is not None and in_loop.size:
+            share = float(in_loop.mean())
+            info["loop_certain_share"] = _r(share)
+            info["loop_tokens"] = int(in_loop.size)
+            if loops:
+                r = loops[0]
+                if share >= T.self_reinforcing_share:
+                    r.severity = 1 - (1 - r.severity) * (1 - T.sev_self_reinforcing_bonus)
+                    r.message += (f"; self-reinforcing: {_pct(share)} of the loop's tokens were sampled with "
+                                  f"p ≥ 0.9 (logprob ≥ {T.near_zero_logprob:.2f})")
+                else:
+                    r.message += (f"; not self-reinforcing: {_pct(share)} of the loop's tokens were sampled "
+                                  f"with p ≥ 0.9")
         mt["logprobs"] = info
+    else:
+        mt["logprobs"] = {"n": 0, "absent": True}
+        if loops:
+            loops[0].message += ("; no token logprobs with the response, so whether the loop reinforces itself "
+                                 "(near-certain tokens) is not known")
 
     if request is not None:
         mt["requested_repetition"] = {"count": request[0], "exempted": exempted}
@@ -400,6 +501,100 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
     reasons.sort(key=lambda r: -r.severity)
     return Analysis(degenerate=severity >= T.degenerate_at, severity=severity, reasons=reasons,
                     metrics=mt, highlights=highlights)
+
+
+def _counting_loop(text: str, toks, T: Thresholds, runaway: bool, messages, requested) -> dict | None:
+    """The counting-loop finding (see ``counting.py``): the number-blind periodic stretch at the
+    end (or before a short closing: ``]``, a fence), else the longest number-blind repeat run
+    anywhere; judged by its number columns, its words and the count the request asked for."""
+    L = len(toks)
+    ids = toks.hashes.copy()
+    ids[toks.is_number] = 0x5EED
+    cands = []
+    W = min(L, 8192)
+    for trim in _closing_trims(text, toks):
+        fz = M.tail_loop(ids[L - W:L - trim])
+        if fz is not None and fz.copies >= 3:
+            whole = fz.covered // fz.period
+            first = L - trim - whole * fz.period
+            cands.append((first, fz.period, whole))
+    run = M.longest_run(ids, max_period=48, min_copies=5)
+    if run is not None:
+        cands.append((run.start, run.period, int(run.copies)))
+    best = None
+    n_req = C.count_requested(messages)
+    spans = None
+    for first, period, whole in cands:
+        if whole < 3:
+            continue
+        cols = C.columns(text, toks.starts, toks.ends, toks.is_number, first, period, whole)
+        if not cols.counting:
+            continue
+        a = int(toks.starts[first])
+        b = int(toks.ends[first + whole * period - 1])
+        unit_toks = _token_texts(text, toks, first + (whole - 1) * period, first + whole * period)
+        words = C.prose_words(unit_toks)
+        wordy = words >= T.count_words_min and words >= T.count_words_share * period
+        if spans is None:
+            spans = M.fence_spans(text) if ("```" in text or "~~~" in text) else []
+        in_code = M._in_spans(a, spans)
+        cov = whole * period / L
+        far = n_req is not None and whole > n_req * T.count_request_factor + T.count_request_slack
+        if wordy:
+            fire = (whole >= T.count_code_min_copies and runaway) if in_code else whole >= T.count_words_min_copies
+        else:
+            fire = False
+        if n_req is None or far:
+            fire = fire or (runaway and whole >= T.count_runaway_min_copies) or (
+                whole >= T.count_massive_copies and cov >= T.count_massive_coverage)
+        fire = fire or (far and not in_code)
+        unit = text[int(toks.starts[first + (whole - 1) * period]):b]
+        if fire and requested(unit, whole):
+            fire = False
+        info = {"period": period, "copies": whole, "covered_tokens": whole * period, "coverage": _r(cov),
+                "start_char": a, "prose_words": words, "requested_count": n_req, "in_code": in_code,
+                **cols.to_dict()}
+        asked = f"; the request asked for {n_req}" if n_req is not None else ""
+        msg = (f"counting loop: {whole} items of one template (period {period} tokens) from char {a}, "
+               f"{_pct(cov)} of the response, in which only a counter changes ({cols.counters} counter, "
+               f"{cols.constants} constant number columns{', last value ' + str(cols.last_counter) if cols.last_counter is not None else ''})"
+               f"{asked} — “{_short(unit, 60)}”")
+        got = {"fire": fire, "info": info, "message": msg, "span": (a, b), "label": f"{whole} items, counter only"}
+        if fire:
+            return got
+        best = best or got
+    return best
+
+
+def _prose_and_vocab(toks) -> tuple[np.ndarray, np.ndarray]:
+    """Per token: a prose word (a word, not a tag name after ``<`` / ``</`` nor an attribute name
+    before ``=``), and vocabulary (anything but punctuation: words, numbers, identifiers)."""
+    cp, st, en = toks.cp, toks.starts, toks.ends
+    prose = toks.is_word.copy()
+    if st.size > 1:
+        first = cp[st]
+        single = (en - st) == 1
+        tagish = single & ((first == 60) | (first == 47))           # "<" or "/"
+        prose[1:] &= ~(tagish[:-1] & (en[:-1] == st[1:]))
+        prose[:-1] &= ~(single[1:] & (first[1:] == 61))            # before "="
+    vocab = ((en - st) > 1) | toks.is_number
+    return prose, vocab
+
+
+def _closing_trims(text: str, toks) -> list[int]:
+    """How many tokens to leave off the end to reach a loop that a short closing follows: none, or
+    the trailing punctuation-only tokens (``]``, ``}``, a code fence; at most 12)."""
+    L = len(toks)
+    trims = [0]
+    k = 0
+    while k < min(12, L - 1):
+        t = text[int(toks.starts[L - 1 - k]):int(toks.ends[L - 1 - k])]
+        if t[0].isalnum() or t[0] == "_":
+            break
+        k += 1
+    if k:
+        trims.append(k)
+    return trims
 
 
 def _token_texts(text: str, toks, i: int, j: int) -> list[str]:

@@ -43,6 +43,7 @@ class Tokens:
     hashes: np.ndarray
     is_number: np.ndarray  # token made only of digits
     is_word: np.ndarray    # a word token of ≥ 2 characters without digits, or one CJK character (prose-like)
+    cp: np.ndarray | None = None  # the text's code points (uint8 for ASCII text, else uint32)
 
     def __len__(self) -> int:
         return int(self.starts.size)
@@ -110,7 +111,7 @@ def token_arrays(text: str) -> Tokens:
     if not text:
         e = np.zeros(0, dtype=np.int64)
         return Tokens(e, e.copy(), np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=bool),
-                      np.zeros(0, dtype=bool))
+                      np.zeros(0, dtype=bool), np.zeros(0, dtype=np.uint8))
     if text.isascii():  # (str knows: no scan)
         cp = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
         cls, dig = _char_classes(cp, ascii_only=True)
@@ -158,7 +159,7 @@ def token_arrays(text: str) -> Tokens:
             hashes[ti:tj] = (h[e] - h[s]) * q[s]
             a = b if tj >= T else int(starts[tj])
             ti = tj
-    return Tokens(starts, ends, hashes, is_number, is_word_tok)
+    return Tokens(starts, ends, hashes, is_number, is_word_tok, cp)
 
 
 def token_hashes(tokens) -> np.ndarray:
@@ -686,6 +687,122 @@ _DIALOGUE_REQUEST_RE = re.compile(
     re.I)
 
 
+# Role names as chat templates write them (lowercase): ChatML, Llama 3, Qwen, DeepSeek use user /
+# assistant / system; Gemma writes ``model`` for the assistant.  With the special tokens skipped (the
+# vLLM / SGLang default) a turn the model invents past its end of turn reaches the router as a line
+# that is just the role name.
+TEMPLATE_ROLES = {"chatml": ("user", "assistant", "system"), "llama3": ("user", "assistant", "system", "ipython"),
+                  "gemma": ("user", "model"), "default": ("user", "assistant", "system")}
+_USER_ROLES = frozenset(("user", "human"))
+_ANSWER_ROLES = frozenset(("assistant", "model", "bot", "gpt"))
+_KNOWN_ROLES = frozenset(("user", "assistant", "system", "developer", "tool", "human", "model", "ipython"))
+_BARE_ROLE_RES: dict[tuple, re.Pattern] = {}
+# What a user turn opens with: a question, a request, a greeting, a first-person statement.
+_REQUEST_START_RE = re.compile(
+    r"^\W{0,3}(?:can|could|would|will|should|please|what|what's|whats|how|why|who|when|where|which|whose|is|are|"
+    r"do|does|did|was|were|have|has|write|tell|give|explain|list|create|make|describe|show|help|translate|"
+    r"summari[sz]e|generate|find|suggest|recommend|compare|define|calculate|convert|name|i|i'm|im|i've|i'd|my|"
+    r"hi|hello|hey|thanks|thank|now|also|and|ok|okay|great|yes|no|sure)\b", re.I)
+
+
+def template_roles(chat_template: str | None, messages) -> tuple[str, ...]:
+    """The role names a response's chat template writes: those of its family (a name such as
+    ``chatml`` / ``llama3`` / ``gemma``, or the template's source, recognised by its markers) and
+    those of the transcript's own messages."""
+    family = "default"
+    t = (chat_template or "").lower()
+    if t in TEMPLATE_ROLES:
+        family = t
+    elif "start_of_turn" in t:
+        family = "gemma"
+    elif "start_header_id" in t:
+        family = "llama3"
+    elif "im_start" in t:
+        family = "chatml"
+    roles = list(TEMPLATE_ROLES[family])
+    for msg in messages or ():
+        r = _message_role(msg)
+        if r in _KNOWN_ROLES and r not in roles:
+            roles.append(r)
+    return tuple(roles)
+
+
+def _bare_role_re(roles: tuple[str, ...]) -> re.Pattern:
+    got = _BARE_ROLE_RES.get(roles)
+    if got is None:
+        alt = "|".join(map(re.escape, roles))
+        # a line that is only the role name, or the role glued to the end of a sentence (Llama 3
+        # puts no newline between the end of a turn and the next header)
+        got = re.compile(rf"^[ \t]*(?P<role>{alt})[ \t]*\r?$|(?<=[.!?)\]\"'*`])(?P<glued>{alt})[ \t]*\r?$", re.M)
+        _BARE_ROLE_RES[roles] = got
+    return got
+
+
+def bare_role_turns(text: str, roles: tuple[str, ...], spans, convo_text: str, min_words: int) -> list[tuple]:
+    """Lines that are only a role name (the markers of a turn stripped) and open a turn the
+    conversation does not have: [(offset, role, first line of the turn's text, how judged)].
+
+    A bare role line counts when text came before it, it is outside code, ≥ ``min_words`` words
+    follow it that are not a quote of the conversation, and the text after it is a turn:
+    * after ``user``: a request (a question, an imperative, a greeting …) or a dialogue that goes
+      on with an answer role line — not a heading or a field name followed by its description;
+    * after ``assistant`` / ``model``: an answer — a second turn the model was not asked for;
+    * after ``system``: a system prompt.
+    """
+    out = []
+    rx = _bare_role_re(roles)
+    found = [m for m in rx.finditer(text) if text[:m.start()].strip()]
+    if not found:
+        return out
+    found = [m for m in found if not _in_spans(m.start(), spans) and not _in_inline_code(text, m.start())]
+    later_answer = [m.start() for m in found if (m.group("role") or m.group("glued")) in _ANSWER_ROLES]
+    for m in found:
+        role = m.group("role") or m.group("glued")
+        nxt = text[m.end():m.end() + 600].lstrip("\r\n \t")
+        first = nxt.split("\n", 1)[0].strip()
+        if len(_WORD_RE.findall(first)) < min_words:
+            continue
+        nfirst = norm_words(first)[:200]
+        if convo_text and nfirst and nfirst in convo_text:
+            continue  # quoting the real conversation
+        if role in _USER_ROLES:
+            if any(p > m.start() for p in later_answer):
+                how = "dialogue"
+            elif first.rstrip().endswith("?") or _REQUEST_START_RE.match(first):
+                how = "request"
+            else:
+                continue
+        elif role in _ANSWER_ROLES:
+            how = "answer"
+            if m.group("glued") is None and not _ends_turn(text, m.start()):
+                continue
+        elif role == "system":
+            if len(_WORD_RE.findall(first)) < 3:
+                continue
+            how = "system"
+        else:
+            how = "turn"
+        out.append((m.start() if m.group("role") else m.start("glued"), role, first[:120], how))
+    return out
+
+
+def _asked_roles(messages, roles) -> bool:
+    """A user message names the template's roles (``a chat between a user and an assistant``)."""
+    rx = re.compile(r"\b(?:" + "|".join(map(re.escape, roles)) + r")\b", re.I)
+    return any(_message_role(m) == "user" and len(set(w.lower() for w in rx.findall(_message_text(m)))) >= 2
+               for m in messages or ())
+
+
+def _ends_turn(text: str, pos: int) -> bool:
+    """The text before a bare answer-role line ends a turn: a sentence end, a closing fence or
+    bracket, or a blank line."""
+    before = text[max(0, pos - 200):pos].rstrip(" \t")
+    if before.endswith("\n\n") or not before.strip():
+        return True
+    last = before.rstrip()[-1:]
+    return last in ".!?)]}\"'`*:"
+
+
 def norm_words(s: str) -> str:
     """The lower-cased words of ``s`` joined by single spaces (for comparing texts as words)."""
     return " ".join(_WORD_RE.findall(s.lower()))
@@ -703,18 +820,19 @@ def _in_inline_code(text: str, pos: int) -> bool:
     return text.count("`", line_start, pos) % 2 == 1
 
 
-def confabulated_turns(text: str, messages, min_words: int) -> dict:
+def confabulated_turns(text: str, messages, min_words: int, chat_template: str | None = None) -> dict:
     """Chat-template turn markers and role lines that open a turn the conversation does not have.
 
     Returns {"markers": [(offset, marker, role)], "end_markers": [(offset, marker)],
-             "role_lines": [(offset, line, invented_text)]}.
+             "role_lines": [(offset, line, invented_text)],
+             "bare_roles": [(offset, role, invented_text, how)]}  (``bare_role_turns``).
     Markers / role lines inside fenced or inline code are ignored (a response may legitimately
     explain a chat template).  A role line counts only when followed by ≥ ``min_words`` words
     that are not part of any message of the conversation; without ``messages`` (or with none that has text) it also needs a
     later assistant-role line (a dialogue going on by itself), and it is never counted when the
     user asked for a dialogue / transcript / script or named the format ("User/Assistant", 'User:').
     """
-    res = {"markers": [], "end_markers": [], "role_lines": []}
+    res = {"markers": [], "end_markers": [], "role_lines": [], "bare_roles": []}
     has_marker_chars = ("<|" in text or "<start_of_turn>" in text or "<end_of_turn>" in text
                         or "<\uff5c" in text or "[INST]" in text or "[/INST]" in text)
     spans = None
@@ -735,36 +853,50 @@ def confabulated_turns(text: str, messages, min_words: int) -> dict:
     if "#" in text and any(w in text for w in _HEADING_ASSISTANT_WORDS):  # (substring tests are fast)
         last = max((m.start() for m in HEADING_ASSISTANT_RE.finditer(text)), default=-1)
     headed = [m for m in HEADING_ROLE_RE.finditer(text) if m.end() <= last] if last >= 0 else []
-    if (":" in text and any(w in text for w in _ROLE_WORDS) and ROLE_LINE_RE.search(text)) or headed:
-        convo = []
-        asked_dialogue = False
-        for msg in messages or ():
-            content = _message_text(msg)
-            if content:
-                convo.append(norm_words(content))
-                if _message_role(msg) == "user" and _DIALOGUE_REQUEST_RE.search(content):
-                    asked_dialogue = True
-        if not asked_dialogue:
-            convo_text = " \n ".join(convo)
-            if spans is None:
-                spans = fence_spans(text)
-            for m in sorted([*ROLE_LINE_RE.finditer(text), *headed], key=lambda m: m.start()):
-                if _in_spans(m.start(), spans):
-                    continue
-                rest = m.group("rest")
-                if len(_WORD_RE.findall(rest)) < min_words:
-                    # the turn's text may be on the next non-blank line
-                    nxt = text[m.end():m.end() + 400].lstrip("\n")
-                    rest = nxt.split("\n", 1)[0]
-                words = _WORD_RE.findall(rest)
-                if len(words) < min_words:
-                    continue
-                nrest = norm_words(rest)[:200]
-                if convo and nrest and nrest in convo_text:
-                    continue  # quoting the real conversation
-                if not convo and not ASSISTANT_LINE_RE.search(text, m.end()):
-                    continue
-                res["role_lines"].append((m.start(), m.group(0).strip()[:120], rest.strip()[:120]))
+    role_lines = (":" in text and any(w in text for w in _ROLE_WORDS) and ROLE_LINE_RE.search(text)) or headed
+    roles = template_roles(chat_template, messages)
+    bare = "\n" in text and any(r in text for r in roles)
+    if not (role_lines or bare):
+        return res
+    convo = []
+    asked_dialogue = False
+    for msg in messages or ():
+        content = _message_text(msg)
+        if content:
+            convo.append(norm_words(content))
+            if _message_role(msg) == "user" and _DIALOGUE_REQUEST_RE.search(content):
+                asked_dialogue = True
+    if asked_dialogue and not (bare and _asked_roles(messages, roles)):
+        # a dialogue the user asked for: its speaker lines are the answer (bare role lines
+        # still count unless the request names those roles as speakers)
+        if not bare:
+            return res
+        role_lines = False
+    elif asked_dialogue:
+        return res
+    convo_text = " \n ".join(convo)
+    if spans is None:
+        spans = fence_spans(text)
+    if bare:
+        res["bare_roles"] = bare_role_turns(text, roles, spans, convo_text, min_words)
+    if role_lines:
+        for m in sorted([*ROLE_LINE_RE.finditer(text), *headed], key=lambda m: m.start()):
+            if _in_spans(m.start(), spans):
+                continue
+            rest = m.group("rest")
+            if len(_WORD_RE.findall(rest)) < min_words:
+                # the turn's text may be on the next non-blank line
+                nxt = text[m.end():m.end() + 400].lstrip("\n")
+                rest = nxt.split("\n", 1)[0]
+            words = _WORD_RE.findall(rest)
+            if len(words) < min_words:
+                continue
+            nrest = norm_words(rest)[:200]
+            if convo and nrest and nrest in convo_text:
+                continue  # quoting the real conversation
+            if not convo and not ASSISTANT_LINE_RE.search(text, m.end()):
+                continue
+            res["role_lines"].append((m.start(), m.group(0).strip()[:120], rest.strip()[:120]))
     return res
 
 

@@ -141,6 +141,65 @@ class Thresholds:
     confab_min_words: int = 2
     """A role line (``User: …``) must be followed by ≥ 2 words of its own to be an invented turn."""
 
+    # ---- counting loop (a template whose only change is a counter) ----------------------------
+    count_words_min: int = 3
+    count_words_share: float = 0.4
+    count_words_min_copies: int = 5
+    """A copy that says something in words (≥ 3 prose words, ≥ 40 % of its tokens: ``Step 41: add
+    the flour.``, not a JSON record's keys) repeated ≥ 5 times with only a counter changing is the
+    same sentence numbered: nothing a request for a list wants."""
+    count_code_min_copies: int = 12
+    """Inside a code block the same statement with an index (unrolled code, test cases) is
+    legitimate; there it needs ≥ 12 copies and a response that hit max_tokens."""
+    count_runaway_min_copies: int = 16
+    """A template without words (``| 41 | 41 | 41 |``) that hit max_tokens: ≥ 16 items (tables of a
+    number run to 10 or 12 rows)."""
+    count_massive_copies: int = 40
+    count_massive_coverage: float = 0.5
+    """Without max_tokens and without a count in the request: ≥ 40 counter-only items over half
+    the response."""
+    count_request_factor: float = 1.5
+    count_request_slack: int = 2
+    """With a count in the request (``10 products``, ``1 to 20``): more than 1.5 × N + 2 items is
+    far past what was asked; at most that is the answer (unless the items are one sentence)."""
+
+    # ---- near-verbatim loop (echoes of recent sentences / lines) ----------------------------
+    near_similarity: float = 0.5
+    near_window: int = 8
+    """A segment (line or sentence) is an echo when its set of tokens and neighbouring pairs is
+    within Jaccard 0.5 of one of the 8 content segments before it: one word swapped in a 5-word
+    sentence is 0.57 (order counts, so a salad of the same few words is not an echo); a rotation
+    of up to 8 sentences is seen."""
+    near_min_echoes: int = 8
+    near_min_tokens: int = 60
+    near_min_coverage: float = 0.3
+    """≥ 8 echoes over ≥ 60 tokens, covering ≥ 30 % of the response or reaching its end at
+    max_tokens."""
+    near_min_copies: float = 4.0
+    """…in ≥ 4 rotations (echoes per rotation + 1): a knock-knock joke tells its block three times."""
+    near_max_novel_share: float = 0.1
+    near_runaway_max_novel_share: float = 0.2
+    """…and at most 10 % of the echoes bring a word not seen before (20 % when the response hit
+    max_tokens).  A loop re-uses its words (calm / still); verses of a song and parallel list
+    items bring a new one each (Old MacDonald's animals: ~40 % of its echoing lines; a cumulative
+    rhyme that stops by itself: ~14 %)."""
+    near_min_repeat_share: float = 0.3
+    """…and the stretch says the same things again: ≥ 30 % of its echoes repeat an earlier
+    sentence word for word (numbers aside), or it runs to max_tokens bringing almost nothing new
+    (≤ 10 %).  A systematic list (6 verbs × 10 nouns) echoes without ever repeating an item."""
+    near_strong_echoes: int = 16
+    near_strong_coverage: float = 0.5
+
+    # ---- recursive nesting --------------------------------------------------------------------
+    nest_tag_min: int = 10
+    nest_bracket_min: int = 14
+    nest_indent_min: int = 12
+    """Depth of one climb (levels opened inside each other without coming back up) of the same
+    element, of brackets, of indentation.  Real pages nest a handful of ``div``s or ``ul``s, JSON
+    configs a handful of objects, code a handful of blocks."""
+    nest_runaway_factor: float = 0.7
+    """A response that hit max_tokens with the climb in its second half: 70 % of that depth."""
+
     # ---- logprobs ----------------------------------------------------------------------------
     near_zero_logprob: float = -0.1053605156578263  # log(0.9)
     """A token sampled with p ≥ 0.9 counts as 'certain'."""
@@ -158,6 +217,10 @@ class Thresholds:
     sev_markup_flood: float = 0.6
     sev_confab_marker: float = 0.9
     sev_confab_role: float = 0.8
+    sev_confab_bare: float = 0.85
+    sev_counting_loop: float = 0.75
+    sev_near_loop: float = 0.75
+    sev_nesting: float = 0.7
     sev_leaked_end_marker: float = 0.3
     sev_runaway: float = 0.25
     sev_unbalanced_fence: float = 0.15

@@ -1,0 +1,106 @@
+"""Counting loops: items that repeat one template with only a counter changing.
+
+``| 41 | 41 | 41 |``, ``Step 41: add the flour. Step 42: add the flour.``, JSON records whose only
+difference is an incrementing ``id``.  With every number equated the items are exact copies (the
+number-blind tail loop of ``analyze`` finds them); what tells the loop from a healthy table or
+list is what the numbers do across the copies:
+
+* a **counter** column moves by the same step from copy to copy (``41, 42, 43``);
+* a **constant** column never changes;
+* a **data** column does anything else (the days of the months, prices, squares, grades).
+
+A template whose numbers are only counters and constants says nothing new per item: a table with
+a data column is a table.  Whether it is a loop then depends on how many items there are against
+how many the request asked for (``count_requested``), and on whether the template says something
+in words (the same sentence numbered forty times is a loop at any count).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from .metrics import _NUMBER_WORDS, _message_role, _message_text
+
+MAX_COPIES = 256      # copies examined (the last ones): enough to know a column, bounded cost
+_NUM = r"\d{1,5}|" + "|".join(sorted((re.escape(w) for w in _NUMBER_WORDS if w not in ("twice", "thrice")),
+                                     key=len, reverse=True))
+# "15 countries", "ten ways", "a list of 20 users", "top 5", "the first 12", "1 to 20", "up to 100"
+_COUNT_RE = re.compile(
+    rf"\b(?:(?:top|first|last|up to|to|until|through|thru)\s+(?P<a>{_NUM})\b"
+    rf"|(?P<b>{_NUM})\s+(?:[a-z][\w'-]*\s+){{0,3}}?[a-z][\w'-]*s\b)", re.I)
+
+
+@dataclass
+class Columns:
+    copies: int          # whole copies examined
+    counters: int        # number columns moving by a constant step
+    constants: int       # number columns that never change
+    data: int            # number columns doing anything else
+    last_counter: int | None  # the last value of the first counter column
+
+    @property
+    def counting(self) -> bool:
+        return self.counters > 0 and self.data == 0
+
+    def to_dict(self) -> dict:
+        return {"copies": self.copies, "counter_columns": self.counters, "constant_columns": self.constants,
+                "data_columns": self.data, "last_counter": self.last_counter}
+
+
+def count_requested(messages) -> int | None:
+    """The largest count the last user message asks for ("15 countries", "ten tips", "1 to 20",
+    "top 5"), or None.  Only a number next to a plural noun or after to/up to/top/first counts:
+    "the multiplication table of 7" asks for no count."""
+    for msg in reversed(list(messages or ())):
+        if _message_role(msg) != "user":
+            continue
+        best = None
+        for m in _COUNT_RE.finditer(_message_text(msg)):
+            w = (m.group("a") or m.group("b")).lower()
+            n = int(w) if w.isdigit() else _NUMBER_WORDS.get(w)
+            if n is not None and n > 0 and (best is None or n > best):
+                best = n
+        return best
+    return None
+
+
+def columns(text: str, starts: np.ndarray, ends: np.ndarray, is_number: np.ndarray, first: int, period: int,
+            copies: int) -> Columns:
+    """Classify the number columns of ``copies`` whole copies of ``period`` tokens starting at
+    token ``first`` (the copies are exact apart from their numbers)."""
+    k = min(copies, MAX_COPIES)
+    first += (copies - k) * period
+    cols = np.flatnonzero(is_number[first:first + period])
+    counters = constants = data = 0
+    last_counter = None
+    for c in cols.tolist():
+        pos = first + c + period * np.arange(k)
+        vals = np.array([int(text[a:b]) if b - a <= 18 else -1
+                         for a, b in zip(starts[pos].tolist(), ends[pos].tolist())], dtype=np.int64)
+        d = np.diff(vals)
+        if d.size == 0 or not d.any():
+            constants += 1
+        elif (d == d[0]).all() and -1 not in vals:
+            counters += 1
+            if last_counter is None:
+                last_counter = int(vals[-1])
+        else:
+            data += 1
+    return Columns(copies=k, counters=counters, constants=constants, data=data, last_counter=last_counter)
+
+
+def prose_words(toks: list[str]) -> int:
+    """Word tokens of letters (≥ 2) in one copy that are not tag or attribute names of markup."""
+    n = 0
+    in_tag = False
+    for i, t in enumerate(toks):
+        if t == "<":
+            in_tag = True
+        elif t == ">":
+            in_tag = False
+        elif not in_tag and len(t) > 1 and t.isalpha():
+            n += 1
+    return n

