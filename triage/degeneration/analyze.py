@@ -194,6 +194,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
             highlights.append(Highlight(loop_char, len(text), "loop", f"period {loop.period} ×{copies:.0f}"))
 
     # ---- fuzzy tail loop (numbers equated) ---------------------------------------------------
+    fuzzy_tail = None  # (window start, Loop) of the number-blind tail loop, when computed
     if not loop_fired and L >= T.fuzzy_min_tokens:
         W = min(L, 8192)
         numbers = toks.is_number[L - W:]
@@ -203,6 +204,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
             window = ids[L - W:].copy()
             window[numbers] = 0x5EED  # every number is the same token
             fz = M.tail_loop_tolerant(window, last_may_be_cut)
+            fuzzy_tail = (L - W, fz)
         if fz is not None:
             covered = fz.covered
             cov = covered / L
@@ -228,8 +230,8 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                 loop_fired = True
 
     # ---- counting loop (a template whose only change is a counter) ---------------------------
-    if not loop_fired and L >= 8 and toks.is_number.any():
-        cl = _counting_loop(text, toks, T, runaway, messages, requested)
+    if not loop_fired and L >= 8 and np.count_nonzero(toks.is_number) >= 3:
+        cl = _counting_loop(text, toks, T, runaway, messages, requested, fuzzy_tail)
         if cl is not None:
             mt["counting_loop"] = cl["info"]
             if cl["fire"]:
@@ -301,12 +303,15 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                 loop_fired = True
 
     # ---- near-verbatim loop (echoes of recent sentences or lines) ------------------------------
-    if L >= T.near_min_tokens:
+    # (cheap first: enough lines and sentences for the stretch to exist at all)
+    if L >= T.near_min_tokens and (text.count("\n") + text.count(". ") + text.count("! ") + text.count("? ")
+                                   >= T.near_min_echoes):
         base = max(0, L - 16384)
         bounds = NV.segment_bounds(toks.cp, toks.starts[base:], toks.ends[base:])
         prose, vocab = _prose_and_vocab(toks)
         er = NV.echo_run(ids[base:], prose[base:], vocab[base:], toks.is_number[base:], bounds, window=T.near_window,
-                         threshold=T.near_similarity)
+                         threshold=T.near_similarity, min_segments=T.near_min_echoes + 1,
+                         min_repeats=0 if runaway else int(math.ceil(T.near_min_repeat_share * T.near_min_echoes)))
         if er is not None:
             info = er.to_dict(toks.starts[base:], toks.ends[base:])
             cov = er.tokens / L
@@ -503,7 +508,8 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                     metrics=mt, highlights=highlights)
 
 
-def _counting_loop(text: str, toks, T: Thresholds, runaway: bool, messages, requested) -> dict | None:
+def _counting_loop(text: str, toks, T: Thresholds, runaway: bool, messages, requested,
+                   fuzzy_tail=None) -> dict | None:
     """The counting-loop finding (see ``counting.py``): the number-blind periodic stretch at the
     end (or before a short closing: ``]``, a fence), else the longest number-blind repeat run
     anywhere; judged by its number columns, its words and the count the request asked for."""
@@ -513,14 +519,20 @@ def _counting_loop(text: str, toks, T: Thresholds, runaway: bool, messages, requ
     cands = []
     W = min(L, 8192)
     for trim in _closing_trims(text, toks):
-        fz = M.tail_loop(ids[L - W:L - trim])
+        if trim == 0 and fuzzy_tail is not None:  # (the fuzzy-loop section's: the same sequence)
+            fz = fuzzy_tail[1]
+            trim = fz.trimmed if fz is not None else 0
+        else:
+            fz = M.tail_loop(ids[L - W:L - trim])
         if fz is not None and fz.copies >= 3:
             whole = fz.covered // fz.period
             first = L - trim - whole * fz.period
             cands.append((first, fz.period, whole))
-    run = M.longest_run(ids, max_period=48, min_copies=5)
-    if run is not None:
-        cands.append((run.start, run.period, int(run.copies)))
+    if np.count_nonzero(toks.is_number) >= T.count_anywhere_min_copies:
+        # a counter anywhere (a loop the model left, then wrapped up): ≥ 8 copies of ≤ 32 tokens
+        run = M.longest_run(ids, min_copies=T.count_anywhere_min_copies)
+        if run is not None:
+            cands.append((run.start, run.period, int(run.copies)))
     best = None
     n_req = C.count_requested(messages)
     spans = None

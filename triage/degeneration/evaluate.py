@@ -2,6 +2,8 @@
 
     python -m triage.degeneration.evaluate [--file testdata/labelled.jsonl] [--errors] [--margins] [--markdown]
     python -m triage.degeneration.evaluate --file triage/degeneration/testdata/independent.jsonl --errors
+    python -m triage.degeneration.evaluate --heldout --split tune --errors   # tune here only
+    python -m triage.degeneration.evaluate --heldout --split test --by shape  # report, never tune
 
 ``--errors`` lists every misclassified item with its reasons; ``--margins`` shows, for the
 healthy items, the ones closest to being flagged (their severity and strongest metric).
@@ -22,7 +24,11 @@ LABELLED = Path(__file__).resolve().parent / "testdata" / "labelled.jsonl"
 # Two probe sets written by separate agents that never saw the detector (testdata/independent/):
 # `--file` it to evaluate on them.
 INDEPENDENT = Path(__file__).resolve().parent / "testdata" / "independent.jsonl"
-CLASS_ORDER = ["model_greedy", "model_t0.6", "model_no_stop", "production_degenerate",
+# The held-out set (testdata/HELDOUT.md): split once by id into `tune` and `test`; thresholds are
+# tuned on `tune` only and `test` is what the README reports.
+HELDOUT = Path(__file__).resolve().parent / "testdata" / "heldout.jsonl"
+CLASS_ORDER = ["model_greedy", "model_t0.6", "model_normal", "model_no_eos", "model_no_stop", "production_degenerate",
+               "written_degenerate", "written_healthy",
                "human_prose", "repetitive_healthy", "repetitive_healthy_cut",
                "independent_degenerate", "independent_healthy"]
 
@@ -69,7 +75,7 @@ def load(path=LABELLED) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def run(items) -> tuple[dict, Counts, list]:
+def run(items, by: str = "class") -> tuple[dict, Counts, list]:
     per = defaultdict(Counts)
     total = Counts()
     rows = []
@@ -77,7 +83,7 @@ def run(items) -> tuple[dict, Counts, list]:
         a = analyze(it["text"], finish_reason=it.get("finish_reason"), messages=it.get("messages"),
                     token_ids=it.get("token_ids"), token_logprobs=it.get("token_logprobs"))
         rec = (it, a)
-        per[it["class"]].add(it["label"], a.degenerate, rec)
+        per[it.get(by) or "-"].add(it["label"], a.degenerate, rec)
         total.add(it["label"], a.degenerate, rec)
         rows.append(rec)
     return per, total, rows
@@ -87,10 +93,11 @@ def _f(x):
     return "—" if x is None else f"{x:.3f}"
 
 
-def table(per: dict, total: Counts, markdown: bool = False) -> str:
-    head = ["class", "items", "degenerate (label)", "flagged", "TP", "FP", "FN", "precision", "recall"]
+def table(per: dict, total: Counts, markdown: bool = False, by: str = "class") -> str:
+    head = [by, "items", "degenerate (label)", "flagged", "TP", "FP", "FN", "precision", "recall"]
     lines = []
-    classes = [c for c in CLASS_ORDER if c in per] + sorted(c for c in per if c not in CLASS_ORDER)
+    classes = [c for c in CLASS_ORDER if c in per] + sorted(
+        (c for c in per if c not in CLASS_ORDER), key=lambda c: (per[c].pos == 0, c))
     body = []
     for c in classes + ["all"]:
         k = total if c == "all" else per[c]
@@ -111,14 +118,19 @@ def table(per: dict, total: Counts, markdown: bool = False) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m triage.degeneration.evaluate", description=__doc__.splitlines()[0])
-    ap.add_argument("--file", default=str(LABELLED))
+    ap.add_argument("--file", default=None, help="a labelled JSONL (default: the labelled set)")
+    ap.add_argument("--heldout", action="store_true", help="the held-out set (testdata/heldout.jsonl)")
+    ap.add_argument("--split", choices=("tune", "test"), help="only this part of a split set")
+    ap.add_argument("--by", default="class", choices=("class", "shape"), help="rows of the table")
     ap.add_argument("--errors", action="store_true", help="list misclassified items")
     ap.add_argument("--margins", action="store_true", help="healthy items closest to being flagged")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     args = ap.parse_args(argv)
-    items = load(args.file)
-    per, total, rows = run(items)
-    print(table(per, total, args.markdown))
+    items = load(args.file or (HELDOUT if args.heldout else LABELLED))
+    if args.split:
+        items = [it for it in items if it.get("split") == args.split]
+    per, total, rows = run(items, by=args.by)
+    print(table(per, total, args.markdown, args.by))
     if args.errors:
         print()
         for kind, (it, a) in total.errors:

@@ -696,7 +696,6 @@ TEMPLATE_ROLES = {"chatml": ("user", "assistant", "system"), "llama3": ("user", 
 _USER_ROLES = frozenset(("user", "human"))
 _ANSWER_ROLES = frozenset(("assistant", "model", "bot", "gpt"))
 _KNOWN_ROLES = frozenset(("user", "assistant", "system", "developer", "tool", "human", "model", "ipython"))
-_BARE_ROLE_RES: dict[tuple, re.Pattern] = {}
 # What a user turn opens with: a question, a request, a greeting, a first-person statement.
 _REQUEST_START_RE = re.compile(
     r"^\W{0,3}(?:can|could|would|will|should|please|what|what's|whats|how|why|who|when|where|which|whose|is|are|"
@@ -727,18 +726,37 @@ def template_roles(chat_template: str | None, messages) -> tuple[str, ...]:
     return tuple(roles)
 
 
-def _bare_role_re(roles: tuple[str, ...]) -> re.Pattern:
-    got = _BARE_ROLE_RES.get(roles)
-    if got is None:
-        alt = "|".join(map(re.escape, roles))
-        # a line that is only the role name, or the role glued to the end of a sentence (Llama 3
-        # puts no newline between the end of a turn and the next header)
-        got = re.compile(rf"^[ \t]*(?P<role>{alt})[ \t]*\r?$|(?<=[.!?)\]\"'*`])(?P<glued>{alt})[ \t]*\r?$", re.M)
-        _BARE_ROLE_RES[roles] = got
-    return got
+_GLUE_AFTER = frozenset(".!?)]\"'*`")
+
+
+def _role_line_hits(text: str, roles: tuple[str, ...]) -> list[tuple[int, str, bool, int]]:
+    """(offset, role, glued, end of line) of each role name that ends its line and stands alone on
+    it or is glued to the end of a sentence (Llama 3 puts no newline between a turn's end and
+    the next header), after some text.  A ``str.find`` scan per role: a role word is rare."""
+    hits = []
+    lead = len(text) - len(text.lstrip())
+    n = len(text)
+    for role in roles:
+        i = text.find(role, lead + 1)
+        while i >= 0:
+            j = i + len(role)
+            e = j
+            while e < n and text[e] in " \t\r":
+                e += 1
+            if e == n or text[e] == "\n":
+                ls = text.rfind("\n", 0, i) + 1
+                prefix = text[ls:i]
+                if not prefix.strip(" \t"):
+                    hits.append((i, role, False, e))
+                elif prefix[-1] in _GLUE_AFTER:
+                    hits.append((i, role, True, e))
+            i = text.find(role, j)
+    hits.sort()
+    return hits
 
 
 def bare_role_turns(text: str, roles: tuple[str, ...], spans, convo_text: str, min_words: int) -> list[tuple]:
+    # (spans: the fenced code blocks, or None to find them when needed)
     """Lines that are only a role name (the markers of a turn stripped) and open a turn the
     conversation does not have: [(offset, role, first line of the turn's text, how judged)].
 
@@ -750,15 +768,15 @@ def bare_role_turns(text: str, roles: tuple[str, ...], spans, convo_text: str, m
     * after ``system``: a system prompt.
     """
     out = []
-    rx = _bare_role_re(roles)
-    found = [m for m in rx.finditer(text) if text[:m.start()].strip()]
-    if not found:
+    hits = _role_line_hits(text, roles)
+    if not hits:
         return out
-    found = [m for m in found if not _in_spans(m.start(), spans) and not _in_inline_code(text, m.start())]
-    later_answer = [m.start() for m in found if (m.group("role") or m.group("glued")) in _ANSWER_ROLES]
-    for m in found:
-        role = m.group("role") or m.group("glued")
-        nxt = text[m.end():m.end() + 600].lstrip("\r\n \t")
+    if spans is None:
+        spans = fence_spans(text)
+    hits = [h for h in hits if not _in_spans(h[0], spans) and not _in_inline_code(text, h[0])]
+    later_answer = [h[0] for h in hits if h[1] in _ANSWER_ROLES]
+    for pos, role, glued, end in hits:
+        nxt = text[end:end + 600].lstrip("\r\n \t")
         first = nxt.split("\n", 1)[0].strip()
         if len(_WORD_RE.findall(first)) < min_words:
             continue
@@ -766,7 +784,7 @@ def bare_role_turns(text: str, roles: tuple[str, ...], spans, convo_text: str, m
         if convo_text and nfirst and nfirst in convo_text:
             continue  # quoting the real conversation
         if role in _USER_ROLES:
-            if any(p > m.start() for p in later_answer):
+            if any(p > pos for p in later_answer):
                 how = "dialogue"
             elif first.rstrip().endswith("?") or _REQUEST_START_RE.match(first):
                 how = "request"
@@ -774,7 +792,7 @@ def bare_role_turns(text: str, roles: tuple[str, ...], spans, convo_text: str, m
                 continue
         elif role in _ANSWER_ROLES:
             how = "answer"
-            if m.group("glued") is None and not _ends_turn(text, m.start()):
+            if not glued and not _ends_turn(text, pos):
                 continue
         elif role == "system":
             if len(_WORD_RE.findall(first)) < 3:
@@ -782,7 +800,7 @@ def bare_role_turns(text: str, roles: tuple[str, ...], spans, convo_text: str, m
             how = "system"
         else:
             how = "turn"
-        out.append((m.start() if m.group("role") else m.start("glued"), role, first[:120], how))
+        out.append((pos, role, first[:120], how))
     return out
 
 
@@ -875,10 +893,10 @@ def confabulated_turns(text: str, messages, min_words: int, chat_template: str |
     elif asked_dialogue:
         return res
     convo_text = " \n ".join(convo)
-    if spans is None:
-        spans = fence_spans(text)
     if bare:
         res["bare_roles"] = bare_role_turns(text, roles, spans, convo_text, min_words)
+    if spans is None:
+        spans = fence_spans(text)
     if role_lines:
         for m in sorted([*ROLE_LINE_RE.finditer(text), *headed], key=lambda m: m.start()):
             if _in_spans(m.start(), spans):

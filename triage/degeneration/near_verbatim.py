@@ -3,12 +3,12 @@
 ``The river is calm tonight. The river is still tonight. The river is calm tonight.`` has no
 exact period, so the tail loop misses it.  Here the response is cut into segments (lines, and
 sentences inside lines), each segment is compared with the few content segments before it by an
-estimate of the Jaccard similarity of their token sets (MinHash, vectorised: ``K`` hash functions,
-one ``minimum.reduceat`` each), and a segment within ``threshold`` of one of the last ``window``
+estimate of the Jaccard similarity of their sets of tokens and neighbouring pairs (a 256-bit
+sketch per segment, built by four ``bitwise_or.reduceat``: popcounts of AND / OR), and a segment within ``threshold`` of one of the last ``window``
 segments is an *echo*.  The finding is the longest stretch of echoes, and what tells a loop from a
 refrain or a parallel list is how much is *new* in it: a loop's echoes only re-use words already
 said (``calm`` / ``still``), a song's verses or a list of parallel items bring a new word each
-(``cow``, ``duck``; ``vegetables``, ``fruit``).  Linear in the text (``window`` × ``K`` per
+(``cow``, ``duck``; ``vegetables``, ``fruit``).  Linear in the text (``window`` sketch comparisons per
 segment).
 """
 
@@ -18,13 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-K = 32                 # MinHash functions (std of the estimate ≈ 0.08 at J = 0.7)
-_rng = np.random.default_rng(20261202)
-_A = (_rng.integers(1, 2**63, size=K, dtype=np.int64).astype(np.uint64) << np.uint64(1)) | np.uint64(1)
-_B = _rng.integers(0, 2**63, size=K, dtype=np.int64).astype(np.uint64)
+_WORDS = 4             # a segment's sketch: 4 × 64 bits
+_MAX_SEGMENT = 120     # longer segments (a paragraph without a full stop, a line of minified code) are not compared
+_MIX = np.uint64(0xD6E8FEB86659FD93)    # odd multipliers that spread a token hash over the high bits
+_MIX2 = np.uint64(0xA0761D6478BD642F)
 _PAIR = np.uint64(0x9E3779B97F4A7C15)
 _SETTLE = 4            # echoes at the start of a stretch not counted for novelty (a rotation's variants)
-_SENTENCE_END = (46, 33, 63, 0x3002, 0xFF01, 0xFF1F)   # . ! ? 。 ！ ？
 
 
 @dataclass
@@ -55,15 +54,21 @@ class EchoRun:
 
 def segment_bounds(cp: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Token indices where a segment starts: after a newline, or after a sentence end (``.``,
-    ``!``, ``?`` followed by whitespace).  Always begins with 0."""
+    ``!``, ``?``, ``。``, ``！``, ``？`` followed by whitespace).  Always begins with 0."""
     L = starts.size
     if L == 0:
         return np.zeros(0, dtype=np.int64)
-    nlc = np.zeros(cp.size + 1, dtype=np.int32)
-    np.cumsum(cp == 10, out=nlc[1:])
-    gap_nl = nlc[starts[1:]] > nlc[ends[:-1]]                 # a newline between token i and i+1
+    # a token that follows a newline starts a segment (the first token at or after each newline)
+    after_nl = np.searchsorted(starts, np.flatnonzero(cp == 10))
+    gap_nl = np.zeros(L - 1, dtype=bool)
+    k = after_nl[(after_nl > 0) & (after_nl < L)]
+    gap_nl[k - 1] = True
     single = (ends[:-1] - starts[:-1]) == 1
-    sent = single & np.isin(cp[starts[:-1]], _SENTENCE_END) & (starts[1:] > ends[:-1])
+    c = cp[starts[:-1]]
+    end = (c == 46) | (c == 33) | (c == 63)
+    if cp.dtype != np.uint8:
+        end |= (c == 0x3002) | (c == 0xFF01) | (c == 0xFF1F)
+    sent = single & end & (starts[1:] > ends[:-1])
     brk = gap_nl | sent
     return np.concatenate(([0], np.flatnonzero(brk) + 1))
 
@@ -71,33 +76,27 @@ def segment_bounds(cp: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.n
 def echo_run(ids: np.ndarray, prose: np.ndarray, vocab: np.ndarray, numbers: np.ndarray, bounds: np.ndarray, *,
              window: int = 8,
              threshold: float = 0.6, min_tokens: int = 4, min_words: int = 2,
-             min_prose_share: float = 0.5) -> EchoRun | None:
+             min_prose_share: float = 0.5, min_segments: int = 3, min_repeats: int = 0) -> EchoRun | None:
     """The longest stretch of echoes among the content segments: sentences or lines of prose
     (≥ ``min_tokens`` tokens, ≥ ``min_words`` and ≥ ``min_prose_share`` of them ``prose`` words —
     not a JSON record's keys, a tag's names or a line of code).  The stretch starts at the segment
     the first echo repeats, ends on an echo and never has two non-echoes in a row.  ``vocab``
     marks the tokens that count as vocabulary for novelty (words, numbers, identifiers).  None
-    when no echo or fewer than 3 content segments."""
+    when no echo or fewer than ``min_segments`` content segments (a stretch too short to matter
+    is not looked for), or fewer than ``min_repeats`` segments that repeat an earlier one word for
+    word (a caller that needs them)."""
     L = int(ids.size)
     if L == 0 or bounds.size < 3:
         return None
     seg_len = np.diff(np.concatenate((bounds, [L])))
     words = np.add.reduceat(prose.astype(np.int32), bounds)
-    content = (seg_len >= min_tokens) & (words >= min_words) & (words >= min_prose_share * seg_len)
+    content = ((seg_len >= min_tokens) & (seg_len <= _MAX_SEGMENT) & (words >= min_words)
+               & (words >= min_prose_share * seg_len))
     idx = np.flatnonzero(content)
     S = idx.size
-    if S < 3:
+    if S < max(3, min_segments):
         return None
-    # shingles: each token and each pair of neighbours in its segment (order matters: a salad of
-    # the same few words is not an echo); a segment's first token stands for its own pair
-    seg_first = np.zeros(L, dtype=bool)
-    seg_first[bounds] = True
     with np.errstate(over="ignore"):
-        pair = ids.copy()
-        pair[1:] = np.where(seg_first[1:], ids[1:], ids[:-1] * _PAIR + ids[1:])
-        H = np.minimum(ids[:, None] * _A[None, :] + _B[None, :],
-                       pair[:, None] * _A[None, :] + _B[None, :])    # (L, K)
-        sig = np.minimum.reduceat(H, bounds, axis=0)[idx]          # (S, K) content segments only
         # a segment's exact key (numbers equated): position-weighted sum of its tokens
         pos = np.arange(L, dtype=np.int64) - np.repeat(bounds, seg_len)
         keyed = np.where(numbers, np.uint64(0x5EED), ids) * (pos.astype(np.uint64) * np.uint64(2) + np.uint64(1))
@@ -105,10 +104,34 @@ def echo_run(ids: np.ndarray, prose: np.ndarray, vocab: np.ndarray, numbers: np.
     _, first_key = np.unique(key, return_index=True)
     repeat = np.ones(S, dtype=bool)
     repeat[first_key] = False                                  # said before, word for word
+    if min_repeats and np.count_nonzero(repeat) < min_repeats:
+        return None
+    # shingles: each token and each pair of neighbours in its segment (order matters: a salad of
+    # the same few words is not an echo); a segment's first token stands for its own pair.  Each
+    # segment's shingles are set as bits of a 256-bit sketch (one OR-reduction per 64-bit word),
+    # and two sketches' Jaccard estimates the segments' (collisions are few at sentence length)
+    seg_first = np.zeros(L, dtype=bool)
+    seg_first[bounds] = True
+    with np.errstate(over="ignore"):
+        pair = ids.copy()
+        pair[1:] = np.where(seg_first[1:], ids[1:], ids[:-1] * _PAIR + ids[1:])
+        hu = ids * _MIX
+        hp = pair * _MIX2
+    sketch = np.empty((S, _WORDS), dtype=np.uint64)
+    one = np.uint64(1)
+    wu, bu = (hu >> np.uint64(58)) & np.uint64(_WORDS - 1), one << ((hu >> np.uint64(52)) & np.uint64(63))
+    wp, bp = (hp >> np.uint64(58)) & np.uint64(_WORDS - 1), one << ((hp >> np.uint64(52)) & np.uint64(63))
+    zero = np.uint64(0)
+    for w in range(_WORDS):
+        ww = np.uint64(w)
+        bits = np.where(wu == ww, bu, zero) | np.where(wp == ww, bp, zero)
+        sketch[:, w] = np.bitwise_or.reduceat(bits, bounds)[idx]
+    size = np.bitwise_count(sketch).sum(axis=1)
     lag = np.zeros(S, dtype=np.int64)  # the nearest earlier segment it echoes (0: none)
     for j in range(min(window, S - 1), 0, -1):
-        sim = (sig[j:] == sig[:-j]).mean(axis=1)
-        lag[j:][sim >= threshold] = j
+        inter = np.bitwise_count(sketch[j:] & sketch[:-j]).sum(axis=1)
+        union = size[j:] + size[:-j] - inter
+        lag[j:][inter >= threshold * union] = j
     echo = lag > 0
     if not echo.any():
         return None

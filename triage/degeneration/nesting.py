@@ -142,17 +142,18 @@ def indent_climb(cp: np.ndarray) -> Climb | None:
 
 
 def deepest_climbs(text: str, cp: np.ndarray, opens_by_name: dict, min_depth: int) -> list[Climb]:
-    """Every view's deepest climb (those that exist), deepest first."""
+    """Every view's deepest climb (those that exist), deepest first; a view that cannot reach
+    ``min_depth`` is not measured."""
     out = []
     if opens_by_name:
         c = tag_climb(text, opens_by_name, min_depth)
         if c is not None:
             out.append(c)
-    if "{" in text or "[" in text:
+    if text.count("{") + text.count("[") >= min_depth:  # (cheap first: can the climb be that deep?)
         c = bracket_climb(cp)
         if c is not None:
             out.append(c)
-    if "\n" in text:
+    if text.count("\n") >= min_depth:
         c = indent_climb(cp)
         if c is not None:
             out.append(c)

@@ -148,6 +148,8 @@ class Thresholds:
     """A copy that says something in words (≥ 3 prose words, ≥ 40 % of its tokens: ``Step 41: add
     the flour.``, not a JSON record's keys) repeated ≥ 5 times with only a counter changing is the
     same sentence numbered: nothing a request for a list wants."""
+    count_anywhere_min_copies: int = 8
+    """Not at the end (the model counted, then wrapped up): ≥ 8 copies of ≤ 32 tokens."""
     count_code_min_copies: int = 12
     """Inside a code block the same statement with an index (unrolled code, test cases) is
     legitimate; there it needs ≥ 12 copies and a response that hit max_tokens."""
