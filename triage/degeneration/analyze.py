@@ -134,7 +134,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
         names: the object of its repetition verb) and got at most about N: the answer, not a loop."""
         if request is None:
             return False
-        words = set(M.norm_words(unit).split())
+        words = {w for w in M.norm_words(unit).split() if not w.isdigit()}  # (numbered copies)
         return bool(words) and words <= set(request[1].split()) and copies <= request[0] * 1.1 + 1
 
     # ---- tail loop ---------------------------------------------------------------------------
@@ -288,9 +288,12 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
         unit = text[-cl.period:]
         mt["char_loop"] = {"period_chars": cl.period, "copies": _r(cl.copies), "covered_chars": cl.covered,
                            "unit": unit}
-        if (not loop_fired and cl.copies >= T.char_loop_min_copies
+        subword = (runaway and sum(ch.isalpha() for ch in unit) >= 2 and cl.copies >= T.char_loop_subword_min_copies
+                   and cl.covered >= T.char_loop_subword_min_chars)
+        if not loop_fired and (subword or (
+                cl.copies >= T.char_loop_min_copies
                 and cl.covered >= (T.char_loop_runaway_min_chars if runaway else T.char_loop_min_chars)
-                and (runaway or cl.covered >= T.char_loop_min_coverage * len(text))):
+                and (runaway or cl.covered >= T.char_loop_min_coverage * len(text)))):
             if requested(unit, cl.copies):
                 exempted.append("char_loop")
             else:
@@ -305,20 +308,22 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
     # ---- near-verbatim loop (echoes of recent sentences or lines) ------------------------------
     # (cheap first: enough lines and sentences for the stretch to exist at all)
     if L >= T.near_min_tokens and (text.count("\n") + text.count(". ") + text.count("! ") + text.count("? ")
-                                   >= T.near_min_echoes):
+                                   >= 2):
         base = max(0, L - 16384)
         bounds = NV.segment_bounds(toks.cp, toks.starts[base:], toks.ends[base:])
         prose, vocab = _prose_and_vocab(toks)
         er = NV.echo_run(ids[base:], prose[base:], vocab[base:], toks.is_number[base:], bounds, window=T.near_window,
-                         threshold=T.near_similarity, min_segments=T.near_min_echoes + 1,
-                         min_repeats=0 if runaway else int(math.ceil(T.near_min_repeat_share * T.near_min_echoes)))
+                         threshold=T.near_similarity, min_segments=3, min_repeats=0 if runaway else 1,
+                         near_repeat=T.near_repeat_similarity)
         if er is not None:
             info = er.to_dict(toks.starts[base:], toks.ends[base:])
             cov = er.tokens / L
             info["coverage"] = _r(cov)
             mt["near_verbatim"] = info
-            enough = (er.echoes >= T.near_min_echoes and er.tokens >= T.near_min_tokens and er.copies >= T.near_min_copies
-                      and (cov >= T.near_min_coverage or (runaway and er.at_end)))
+            long_segments = er.mean_tokens >= T.near_long_segment_tokens
+            enough = (er.tokens >= T.near_min_tokens and (cov >= T.near_min_coverage or (runaway and er.at_end))
+                      and (er.echoes >= T.near_min_echoes and er.copies >= T.near_min_copies
+                           or long_segments and er.echoes >= 2 and er.copies >= T.near_long_min_copies))
             strong = (er.echoes >= T.near_strong_echoes and cov >= T.near_strong_coverage
                       and er.copies >= T.near_min_copies)
             dry = er.novel_share <= (T.near_runaway_max_novel_share if runaway else T.near_max_novel_share)
@@ -326,7 +331,8 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                     or (runaway and er.at_end and er.novel_share <= T.near_max_novel_share))
             if not loop_fired and (enough or strong) and dry and same:
                 a, b = info["start_char"], info["end_char"]
-                if not requested(text[a:b], er.echoes):
+                n_req = C.count_requested(messages)
+                if not requested(text[a:b], er.echoes) and not (n_req is not None and er.copies <= n_req + 1):
                     reasons.append(Reason(
                         "near_verbatim_loop",
                         f"near-verbatim loop: {er.echoes} of {er.segments} sentences/lines from char {a} echo one "
@@ -345,12 +351,12 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
         if climbs:
             mt["nesting"] = {c.kind: c.to_dict() for c in climbs}
         for c in climbs:
-            need = mins[c.kind]
+            need = T.nest_rare_tag_min if c.kind == "tag" and c.name in N.RARELY_NESTED else mins[c.kind]
             if runaway and c.end >= 0.5 * len(text):
                 need = int(need * T.nest_runaway_factor)
             n_req = C.count_requested(messages)
-            if c.came_back:
-                need *= 2  # a deep structure that closes again is a document, unless it is very deep
+            if c.came_back:  # a deep structure that closes again is a document, unless it is very deep
+                need = int(need * (T.nest_rare_came_back_factor if need == T.nest_rare_tag_min else 2))
             if c.depth >= need and not (n_req is not None and c.depth <= n_req * T.count_request_factor
                                         + T.count_request_slack):
                 what = {"tag": f"<{c.name}> opened inside <{c.name}>", "bracket": "{ / [ opened inside { / [",
@@ -410,7 +416,8 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
     elif cf["bare_roles"]:
         pos, role, rest, how = cf["bare_roles"][0]
         what = {"request": "a user turn with a request", "dialogue": "a user turn answered by an invented "
-                "assistant turn", "answer": f"a second {role} turn", "system": "a system turn"}.get(how, f"a {role} turn")
+                "assistant turn", "answer": f"a second {role} turn", "system": "a system turn",
+                "empty": "empty turns (role headers one after the other to the end)"}.get(how, f"a {role} turn")
         reasons.append(Reason("confabulated_turn",
                               f"confabulated turn: the line {role!r} at char {pos} is a chat-template role whose "
                               f"markers were stripped, opening {what} the conversation does not have: "
@@ -516,10 +523,20 @@ def _counting_loop(text: str, toks, T: Thresholds, runaway: bool, messages, requ
     L = len(toks)
     ids = toks.hashes.copy()
     ids[toks.is_number] = 0x5EED
+    # tokens with a number inside (``test_case_5``, ``user5``): the same with the digits equated
+    mixed = toks.has_digit & ~toks.is_number
+    n_mixed = int(np.count_nonzero(mixed))
+    if 0 < n_mixed <= 4096:
+        where = np.flatnonzero(mixed)
+        ids[where] = np.fromiter(
+            (hash(C.DIGITS_RE.sub("#", text[a:b])) for a, b in zip(toks.starts[where].tolist(), toks.ends[where].tolist())),
+            dtype=np.int64, count=where.size).view(np.uint64)
+    else:
+        mixed = None
     cands = []
     W = min(L, 8192)
     for trim in _closing_trims(text, toks):
-        if trim == 0 and fuzzy_tail is not None:  # (the fuzzy-loop section's: the same sequence)
+        if trim == 0 and fuzzy_tail is not None and mixed is None:  # (the fuzzy loop's: the same sequence)
             fz = fuzzy_tail[1]
             trim = fz.trimmed if fz is not None else 0
         else:
@@ -539,7 +556,15 @@ def _counting_loop(text: str, toks, T: Thresholds, runaway: bool, messages, requ
     for first, period, whole in cands:
         if whole < 3:
             continue
-        cols = C.columns(text, toks.starts, toks.ends, toks.is_number, first, period, whole)
+        # the longest counting suffix (halving): a few real items may come before the counter
+        # took over (``7 × 3, 7 × 9, … then 7 × 8, 7 × 8, …``)
+        while True:
+            cols = C.columns(text, toks.starts, toks.ends, toks.is_number, first, period, whole, mixed)
+            if cols.counting or whole < 2 * T.count_words_min_copies:
+                break
+            half = whole // 2
+            first += (whole - half) * period
+            whole = half
         if not cols.counting:
             continue
         a = int(toks.starts[first])
@@ -556,9 +581,8 @@ def _counting_loop(text: str, toks, T: Thresholds, runaway: bool, messages, requ
             fire = (whole >= T.count_code_min_copies and runaway) if in_code else whole >= T.count_words_min_copies
         else:
             fire = False
-        if n_req is None or far:
-            fire = fire or (runaway and whole >= T.count_runaway_min_copies) or (
-                whole >= T.count_massive_copies and cov >= T.count_massive_coverage)
+        if (n_req is None or far) and not cols.computed:
+            fire = fire or (runaway and whole >= T.count_runaway_min_copies)
         fire = fire or (far and not in_code)
         unit = text[int(toks.starts[first + (whole - 1) * period]):b]
         if fire and requested(unit, whole):

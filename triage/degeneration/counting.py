@@ -36,18 +36,29 @@ _COUNT_RE = re.compile(
 @dataclass
 class Columns:
     copies: int          # whole copies examined
-    counters: int        # number columns moving by a constant step
+    counters: int        # number columns moving by a (mostly) constant step
     constants: int       # number columns that never change
     data: int            # number columns doing anything else
     last_counter: int | None  # the last value of the first counter column
+    progressions: int = 0     # distinct steps among the counters (``n`` and ``n + 17`` are one)
 
     @property
     def counting(self) -> bool:
         return self.counters > 0 and self.data == 0
 
+    @property
+    def computed(self) -> bool:
+        """Counters with different steps (``7 × 3 = 21``: 3 and 21): a table someone computed."""
+        return self.progressions >= 2
+
     def to_dict(self) -> dict:
         return {"copies": self.copies, "counter_columns": self.counters, "constant_columns": self.constants,
-                "data_columns": self.data, "last_counter": self.last_counter}
+                "data_columns": self.data, "progressions": self.progressions, "last_counter": self.last_counter}
+
+
+COUNTER_STEP_SHARE = 0.7
+"""A column is a counter when ≥ 70 % of its steps are the same non-zero step: a model that counts
+sometimes skips (``14, 16, 17, 18, 21``); squares, prices and the days of the months do not."""
 
 
 def count_requested(messages) -> int | None:
@@ -68,28 +79,56 @@ def count_requested(messages) -> int | None:
 
 
 def columns(text: str, starts: np.ndarray, ends: np.ndarray, is_number: np.ndarray, first: int, period: int,
-            copies: int) -> Columns:
+            copies: int, digit_tokens: np.ndarray | None = None) -> Columns:
     """Classify the number columns of ``copies`` whole copies of ``period`` tokens starting at
-    token ``first`` (the copies are exact apart from their numbers)."""
+    token ``first`` (the copies are exact apart from their numbers).  The first copy is left out
+    when there are four or more: the periodic stretch may begin inside the last real item.
+    ``digit_tokens`` marks tokens with a number inside (``test_case_5``): their last run of
+    digits is their value."""
+    if copies >= 4:
+        first += period
+        copies -= 1
     k = min(copies, MAX_COPIES)
     first += (copies - k) * period
-    cols = np.flatnonzero(is_number[first:first + period])
+    cols_mask = is_number[first:first + period]
+    if digit_tokens is not None:
+        cols_mask = cols_mask | digit_tokens[first:first + period]
     counters = constants = data = 0
     last_counter = None
-    for c in cols.tolist():
+    steps_seen = set()
+    for c in np.flatnonzero(cols_mask).tolist():
         pos = first + c + period * np.arange(k)
-        vals = np.array([int(text[a:b]) if b - a <= 18 else -1
-                         for a, b in zip(starts[pos].tolist(), ends[pos].tolist())], dtype=np.int64)
+        vals = np.array([_value(text[a:b]) for a, b in zip(starts[pos].tolist(), ends[pos].tolist())],
+                        dtype=np.int64)
         d = np.diff(vals)
         if d.size == 0 or not d.any():
             constants += 1
-        elif (d == d[0]).all() and -1 not in vals:
+            continue
+        steps, counts = np.unique(d, return_counts=True)
+        step = int(steps[counts.argmax()])
+        if counts.max() < COUNTER_STEP_SHARE * d.size or (vals < 0).any():
+            data += 1
+        elif step == 0:
+            constants += 1  # (mostly constant: a month that turns over in a list of dates)
+        else:
             counters += 1
+            steps_seen.add(step)
             if last_counter is None:
                 last_counter = int(vals[-1])
-        else:
-            data += 1
-    return Columns(copies=k, counters=counters, constants=constants, data=data, last_counter=last_counter)
+    return Columns(copies=k, counters=counters, constants=constants, data=data, last_counter=last_counter,
+                   progressions=len(steps_seen))
+
+
+DIGITS_RE = re.compile(r"\d+")
+
+
+def _value(token: str) -> int:
+    """A number token's value, or the last run of digits of a token with digits inside; -1 when
+    too long to be a counter."""
+    if not token.isdigit():
+        runs = DIGITS_RE.findall(token)
+        token = runs[-1] if runs else ""
+    return int(token) if 0 < len(token) <= 18 else -1
 
 
 def prose_words(toks: list[str]) -> int:

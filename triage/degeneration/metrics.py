@@ -44,6 +44,7 @@ class Tokens:
     is_number: np.ndarray  # token made only of digits
     is_word: np.ndarray    # a word token of ≥ 2 characters without digits, or one CJK character (prose-like)
     cp: np.ndarray | None = None  # the text's code points (uint8 for ASCII text, else uint32)
+    has_digit: np.ndarray | None = None  # token with at least one digit (numbers and ``test_case_5``)
 
     def __len__(self) -> int:
         return int(self.starts.size)
@@ -111,7 +112,7 @@ def token_arrays(text: str) -> Tokens:
     if not text:
         e = np.zeros(0, dtype=np.int64)
         return Tokens(e, e.copy(), np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=bool),
-                      np.zeros(0, dtype=bool), np.zeros(0, dtype=np.uint8))
+                      np.zeros(0, dtype=bool), np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=bool))
     if text.isascii():  # (str knows: no scan)
         cp = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
         cls, dig = _char_classes(cp, ascii_only=True)
@@ -159,7 +160,7 @@ def token_arrays(text: str) -> Tokens:
             hashes[ti:tj] = (h[e] - h[s]) * q[s]
             a = b if tj >= T else int(starts[tj])
             ti = tj
-    return Tokens(starts, ends, hashes, is_number, is_word_tok, cp)
+    return Tokens(starts, ends, hashes, is_number, is_word_tok, cp, ~no_digit)
 
 
 def token_hashes(tokens) -> np.ndarray:
@@ -458,7 +459,7 @@ def _rows_with_runs(rows: np.ndarray) -> np.ndarray:
 _RUN_SENTINELS = np.arange(0xFFFF_FFFF_FFFF_FF00, 0xFFFF_FFFF_FFFF_FF80, dtype=np.uint64)
 
 
-_CHAR_LOOP_PROBE = 48
+_CHAR_LOOP_PROBE = 24  # (the shortest loop any rule takes: 30 characters)
 
 
 def char_tail_loop(text: str, max_period: int = 16, window: int = 8192) -> Run | None:
@@ -775,10 +776,18 @@ def bare_role_turns(text: str, roles: tuple[str, ...], spans, convo_text: str, m
         spans = fence_spans(text)
     hits = [h for h in hits if not _in_spans(h[0], spans) and not _in_inline_code(text, h[0])]
     later_answer = [h[0] for h in hits if h[1] in _ANSWER_ROLES]
-    for pos, role, glued, end in hits:
+    role_set = set(roles)
+    for i, (pos, role, glued, end) in enumerate(hits):
         nxt = text[end:end + 600].lstrip("\r\n \t")
         first = nxt.split("\n", 1)[0].strip()
         if len(_WORD_RE.findall(first)) < min_words:
+            # empty turns: role headers with nothing in them, one after the other to the end of
+            # the response (``user`` / ``system`` / ``user`` …): the model kept opening turns
+            rest = text[pos:].split()
+            if (len(rest) >= 2 and all(w in role_set for w in rest)
+                    and (glued or _ends_turn(text, pos))):
+                out.append((pos, role, "", "empty"))
+                break
             continue
         nfirst = norm_words(first)[:200]
         if convo_text and nfirst and nfirst in convo_text:

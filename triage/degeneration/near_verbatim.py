@@ -37,7 +37,10 @@ class EchoRun:
     at_end: bool        # the stretch reaches the last content segment
     total_segments: int
     period: int = 1     # segments per rotation (the typical distance of an echo to what it echoes)
-    repeat_share: float = 0.0  # share of the echoes that repeat an earlier segment word for word (numbers aside)
+    repeat_share: float = 0.0  # share of the echoes that repeat an earlier segment (word for word, numbers
+    #                            aside, or near-identically)
+
+    mean_tokens: float = 0.0   # tokens of the stretch's content segments, on average
 
     @property
     def copies(self) -> float:
@@ -49,6 +52,7 @@ class EchoRun:
                 "start_char": int(starts[self.start_token]), "end_char": int(ends[self.end_token - 1]),
                 "novel_share": round(self.novel_share, 4), "at_end": self.at_end, "period_segments": self.period,
                 "copies": round(self.copies, 2), "repeat_share": round(self.repeat_share, 4),
+                "mean_segment_tokens": round(self.mean_tokens, 1),
                 "content_segments": self.total_segments}
 
 
@@ -76,7 +80,8 @@ def segment_bounds(cp: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.n
 def echo_run(ids: np.ndarray, prose: np.ndarray, vocab: np.ndarray, numbers: np.ndarray, bounds: np.ndarray, *,
              window: int = 8,
              threshold: float = 0.6, min_tokens: int = 4, min_words: int = 2,
-             min_prose_share: float = 0.5, min_segments: int = 3, min_repeats: int = 0) -> EchoRun | None:
+             min_prose_share: float = 0.5, min_segments: int = 3, min_repeats: int = 0,
+             near_repeat: float = 0.8) -> EchoRun | None:
     """The longest stretch of echoes among the content segments: sentences or lines of prose
     (≥ ``min_tokens`` tokens, ≥ ``min_words`` and ≥ ``min_prose_share`` of them ``prose`` words —
     not a JSON record's keys, a tag's names or a line of code).  The stretch starts at the segment
@@ -84,7 +89,8 @@ def echo_run(ids: np.ndarray, prose: np.ndarray, vocab: np.ndarray, numbers: np.
     marks the tokens that count as vocabulary for novelty (words, numbers, identifiers).  None
     when no echo or fewer than ``min_segments`` content segments (a stretch too short to matter
     is not looked for), or fewer than ``min_repeats`` segments that repeat an earlier one word for
-    word (a caller that needs them)."""
+    word (a caller that needs them).  An echo within ``near_repeat`` of what it echoes counts as
+    a repeat too."""
     L = int(ids.size)
     if L == 0 or bounds.size < 3:
         return None
@@ -127,12 +133,17 @@ def echo_run(ids: np.ndarray, prose: np.ndarray, vocab: np.ndarray, numbers: np.
         bits = np.where(wu == ww, bu, zero) | np.where(wp == ww, bp, zero)
         sketch[:, w] = np.bitwise_or.reduceat(bits, bounds)[idx]
     size = np.bitwise_count(sketch).sum(axis=1)
-    lag = np.zeros(S, dtype=np.int64)  # the nearest earlier segment it echoes (0: none)
-    for j in range(min(window, S - 1), 0, -1):
+    lag = np.zeros(S, dtype=np.int64)  # the earlier segment it echoes best (0: none; ties: the nearest)
+    best = np.zeros(S)
+    for j in range(1, min(window, S - 1) + 1):
         inter = np.bitwise_count(sketch[j:] & sketch[:-j]).sum(axis=1)
         union = size[j:] + size[:-j] - inter
-        lag[j:][inter >= threshold * union] = j
+        sim = inter / np.maximum(union, 1)
+        better = (sim >= threshold) & (sim > best[j:])
+        lag[j:][better] = j
+        best[j:][better] = sim[better]
     echo = lag > 0
+    repeat |= best >= near_repeat    # (near-identical: about one word in twenty changed)
     if not echo.any():
         return None
     # new word types: the first occurrence of each token in the text
@@ -160,12 +171,14 @@ def echo_run(ids: np.ndarray, prose: np.ndarray, vocab: np.ndarray, numbers: np.
         i = b + 1
     a, b, n_echo = run_best
     later = echo[a:b + 1].copy()
-    later[:_SETTLE] = False              # the first copies of a rotation are new by necessity
+    settle = np.flatnonzero(later)[:min(_SETTLE, n_echo // 2)]
+    later[settle] = False                # the first copies of a rotation are new by necessity
     novel = float(seg_new[a:b + 1][later].mean()) if later.any() else 1.0
     period = int(np.median(lag[a:b + 1][echo[a:b + 1]]))  # segments per rotation
     repeat_share = float(repeat[a:b + 1][echo[a:b + 1]].mean())
+    mean_tokens = float(seg_len[idx[a:b + 1]].mean())
     start_token = int(bounds[idx[a]])
     end_token = int(bounds[idx[b] + 1]) if idx[b] + 1 < bounds.size else L
     return EchoRun(segments=b - a + 1, echoes=n_echo, tokens=end_token - start_token, start_token=start_token,
                    end_token=end_token, novel_share=novel, at_end=b == S - 1, total_segments=S, period=period,
-                   repeat_share=repeat_share)
+                   repeat_share=repeat_share, mean_tokens=mean_tokens)

@@ -34,6 +34,10 @@ _HTML_NESTING = frozenset("a abbr article aside b blockquote button code dd deta
                           "figure footer form h1 h2 h3 h4 h5 h6 header i label main menu nav ol pre q s section "
                           "small span strong sub summary sup svg g table u ul".split())
 _TAG_RES: dict[str, tuple[re.Pattern, re.Pattern]] = {}
+# Elements that do not nest in themselves in a real page (a table inside a table inside a
+# table…, a link inside a link): a few levels of these is already a loop in depth.
+RARELY_NESTED = frozenset("table form a button label h1 h2 h3 h4 h5 h6 strong em b i code pre q small sub sup "
+                          "u s".split())
 
 
 @dataclass

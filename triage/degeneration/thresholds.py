@@ -115,13 +115,19 @@ class Thresholds:
     or hitting max_tokens. A markdown rule is ~80 characters, and healthy responses do not end on
     hundreds of blank lines."""
 
+    char_loop_subword_min_copies: float = 6.0
+    char_loop_subword_min_chars: int = 30
+    """A piece of a word that the response repeats until max_tokens (``LONG_LONG_LONG_…``,
+    ``bakery-bakery-…``): ≥ 6 copies of a unit with ≥ 2 letters over ≥ 30 characters.  A separator
+    or a run of zeros has no letters."""
+
     # ---- whole-text repetition (supporting signal) -------------------------------------------
     runaway_window_min_tokens: int = 128
     """The runaway-repetition check needs ≥ 128 tokens; it looks at the last quarter of the
     response (at least 64 tokens) and asks how much of it was already said: the share of its
     8-grams that occurred earlier in the response (``tail_repeat_8``)."""
     runaway_prose_word_share: float = 0.55
-    runaway_prose_repeat8: float = 0.4
+    runaway_prose_repeat8: float = 0.3
     """Prose (≥ 55 % of the window's tokens are words): a response that hit max_tokens and whose
     last quarter re-says ≥ 40 % of its 8-grams is running away in a near-loop ("The cat continued
     on, and she continued on…").  Healthy prose repeats < 30 % even when cut (checked on every
@@ -153,13 +159,12 @@ class Thresholds:
     count_code_min_copies: int = 12
     """Inside a code block the same statement with an index (unrolled code, test cases) is
     legitimate; there it needs ≥ 12 copies and a response that hit max_tokens."""
-    count_runaway_min_copies: int = 16
-    """A template without words (``| 41 | 41 | 41 |``) that hit max_tokens: ≥ 16 items (tables of a
-    number run to 10 or 12 rows)."""
-    count_massive_copies: int = 40
-    count_massive_coverage: float = 0.5
-    """Without max_tokens and without a count in the request: ≥ 40 counter-only items over half
-    the response."""
+    count_runaway_min_copies: int = 10
+    """A template without words (``| 41 | 41 | 41 |``) that hit max_tokens: ≥ 10 items of one
+    counter.  A table with two distinct progressions (``7 × 3 = 21``: 3 and 21) is computed, not
+    counted, and is not judged by this."""
+    """Without max_tokens and without a count in the request there is no telling a counter-only
+    table from data someone generated: not judged."""
     count_request_factor: float = 1.5
     count_request_slack: int = 2
     """With a count in the request (``10 products``, ``1 to 20``): more than 1.5 × N + 2 items is
@@ -172,10 +177,17 @@ class Thresholds:
     within Jaccard 0.5 of one of the 8 content segments before it: one word swapped in a 5-word
     sentence is 0.57 (order counts, so a salad of the same few words is not an echo); a rotation
     of up to 8 sentences is seen."""
+    near_repeat_similarity: float = 0.8
+    """An echo this close (about one word in twenty changed) counts as said again, like a
+    word-for-word repeat."""
+    near_long_segment_tokens: float = 15.0
+    near_long_min_copies: float = 3.0
+    """Long sentences (≥ 15 tokens on average) need only 3 copies (2 echoes), as an exact loop
+    does; short ones need 8 echoes in 4 rotations (below)."""
     near_min_echoes: int = 8
-    near_min_tokens: int = 60
+    near_min_tokens: int = 45
     near_min_coverage: float = 0.3
-    """≥ 8 echoes over ≥ 60 tokens, covering ≥ 30 % of the response or reaching its end at
+    """≥ 8 echoes over ≥ 45 tokens, covering ≥ 30 % of the response or reaching its end at
     max_tokens."""
     near_min_copies: float = 4.0
     """…in ≥ 4 rotations (echoes per rotation + 1): a knock-knock joke tells its block three times."""
@@ -199,6 +211,10 @@ class Thresholds:
     """Depth of one climb (levels opened inside each other without coming back up) of the same
     element, of brackets, of indentation.  Real pages nest a handful of ``div``s or ``ul``s, JSON
     configs a handful of objects, code a handful of blocks."""
+    nest_rare_tag_min: int = 5
+    nest_rare_came_back_factor: float = 1.5
+    """Elements that do not nest in themselves in real pages (``table``, ``a``, ``form``, headings,
+    inline formatting): 5 levels (7 when closed again)."""
     nest_runaway_factor: float = 0.7
     """A response that hit max_tokens with the climb in its second half: 70 % of that depth."""
 
