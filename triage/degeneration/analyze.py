@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -128,6 +129,13 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
     mt["runaway"] = runaway
     request = M.requested_repetition(messages)
     exempted: list[str] = []
+    _n_req: list = []
+
+    def n_requested() -> int | None:
+        """``count_requested(messages)``, computed once."""
+        if not _n_req:
+            _n_req.append(C.count_requested(messages))
+        return _n_req[0]
 
     def requested(unit: str, copies: float) -> bool:
         """The user asked for N copies of this unit (its words are all in what the request
@@ -193,16 +201,25 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
             reasons.append(Reason("tail_loop", msg, sev, (loop_char, len(text))))
             highlights.append(Highlight(loop_char, len(text), "loop", f"period {loop.period} ×{copies:.0f}"))
 
+    _nb: list = []
+
+    def number_blind() -> np.ndarray:
+        """The token ids with every number the same token (0x5EED), computed once (read only)."""
+        if not _nb:
+            a = ids.copy()
+            a[toks.is_number] = 0x5EED
+            _nb.append(a)
+        return _nb[0]
+
     # ---- fuzzy tail loop (numbers equated) ---------------------------------------------------
     fuzzy_tail = None  # (window start, Loop) of the number-blind tail loop, when computed
     if not loop_fired and L >= T.fuzzy_min_tokens:
         W = min(L, 8192)
         numbers = toks.is_number[L - W:]
-        if W == L and not numbers.any():
+        if W == L and not np.count_nonzero(numbers):
             fz = loop  # (no number to equate: the same sequence as the tail loop's)
         else:
-            window = ids[L - W:].copy()
-            window[numbers] = 0x5EED  # every number is the same token
+            window = number_blind()[L - W:]  # every number is the same token
             fz = M.tail_loop_tolerant(window, last_may_be_cut)
             fuzzy_tail = (L - W, fz)
         if fz is not None:
@@ -230,8 +247,9 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                 loop_fired = True
 
     # ---- counting loop (a template whose only change is a counter) ---------------------------
+    blind_runs: dict = {}  # min_copies → longest_run of the number-blind ids, where computed
     if not loop_fired and L >= 8 and np.count_nonzero(toks.is_number) >= 3:
-        cl = _counting_loop(text, toks, T, runaway, messages, requested, fuzzy_tail)
+        cl = _counting_loop(text, toks, T, runaway, n_requested, requested, fuzzy_tail, blind_runs, number_blind())
         if cl is not None:
             mt["counting_loop"] = cl["info"]
             if cl["fire"]:
@@ -258,8 +276,11 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
             highlights.append(Highlight(a, b, "line_run", f"{run}× same line"))
 
     # ---- a repeat run anywhere (a loop the model stopped, or left) ------------------------------
-    run = M.longest_run(ids, min_copies=int(min(T.run_min_copies, T.run_short_min_copies)),  # (reported from there)
-                        words=toks.is_word, word_share=T.run_min_word_share)
+    run_copies = int(min(T.run_min_copies, T.run_short_min_copies))  # (reported from there)
+    if blind_runs.get(run_copies, True) is None:
+        run = None  # (none with the numbers equated, so none here: these ids are equal less often)
+    else:
+        run = M.longest_run(ids, min_copies=run_copies, words=toks.is_word, word_share=T.run_min_word_share)
     if run is not None:
         unit_a, unit_b = int(toks.starts[run.start]), int(toks.ends[run.start + run.period - 1])
         mt["repeat_run"] = {"period": run.period, "copies": _r(run.copies), "covered_tokens": run.covered,
@@ -267,7 +288,8 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
         # prose, not markup or code: at least half of a copy's tokens are words of letters (the
         # closing tags of a nested page and nested `if (x) {` repeat legitimately; the tail loop,
         # the line runs and the markup balance judge floods of those)
-        has_word = float(toks.is_word[run.start:run.start + run.period].mean()) >= T.run_min_word_share
+        unit_words = toks.is_word[run.start:run.start + run.period]
+        has_word = np.count_nonzero(unit_words) / unit_words.size >= T.run_min_word_share
         enough = (run.copies >= T.run_short_min_copies if run.period <= T.run_short_period
                   else run.copies >= T.run_min_copies and run.covered >= T.run_min_tokens)
         fired = {r.code for r in reasons}
@@ -307,14 +329,24 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
 
     # ---- near-verbatim loop (echoes of recent sentences or lines) ------------------------------
     # (cheap first: enough lines and sentences for the stretch to exist at all)
-    if L >= T.near_min_tokens and (text.count("\n") + text.count(". ") + text.count("! ") + text.count("? ")
+    n_nl = text.count("\n")
+    tok_cp = None  # the first code point of each token, once needed
+    newlines = None  # where the text's newlines are, once needed
+    after_newlines = None  # the first token after each of them, once needed
+    if L >= T.near_min_tokens and (n_nl >= 2 or n_nl + text.count(". ") + text.count("! ") + text.count("? ")
                                    >= 2):
         base = max(0, L - 16384)
-        bounds = NV.segment_bounds(toks.cp, toks.starts[base:], toks.ends[base:])
-        prose, vocab = _prose_and_vocab(toks)
+        tok_cp = toks.cp[toks.starts]
+        newlines = (toks.cp == 10).nonzero()[0] if n_nl else _NO_INDEX
+        if base == 0:
+            after_newlines = toks.starts.searchsorted(newlines)  # the first token after each
+        apart = toks.starts[1:] > toks.ends[:-1]  # whitespace between a token and the next
+        bounds = NV.segment_bounds(toks.cp, toks.starts[base:], toks.ends[base:], newlines=newlines,
+                                   first_cp=tok_cp[base:], apart=apart[base:], after_newlines=after_newlines)
+        prose, vocab = _prose_and_vocab(toks, tok_cp, apart)
         er = NV.echo_run(ids[base:], prose[base:], vocab[base:], toks.is_number[base:], bounds, window=T.near_window,
                          threshold=T.near_similarity, min_segments=3, min_repeats=0 if runaway else 1,
-                         near_repeat=T.near_repeat_similarity)
+                         near_repeat=T.near_repeat_similarity, blind=number_blind()[base:])
         if er is not None:
             info = er.to_dict(toks.starts[base:], toks.ends[base:])
             cov = er.tokens / L
@@ -331,7 +363,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                     or (runaway and er.at_end and er.novel_share <= T.near_max_novel_share))
             if not loop_fired and (enough or strong) and dry and same:
                 a, b = info["start_char"], info["end_char"]
-                n_req = C.count_requested(messages)
+                n_req = n_requested()
                 if not requested(text[a:b], er.echoes) and not (n_req is not None and er.copies <= n_req + 1):
                     reasons.append(Reason(
                         "near_verbatim_loop",
@@ -346,15 +378,29 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
     # ---- recursive nesting -------------------------------------------------------------------
     if L >= 16:
         mins = {"tag": T.nest_tag_min, "bracket": T.nest_bracket_min, "indent": T.nest_indent_min}
-        climbs = N.deepest_climbs(text, toks.cp, markup.get("opens", {}),
-                                  min_depth=int(T.nest_tag_min * T.nest_runaway_factor))
+        min_depth = int(T.nest_tag_min * T.nest_runaway_factor)
+        n_brackets = text.count("{") + text.count("[")
+        if tok_cp is None and n_brackets >= min_depth:
+            tok_cp = toks.cp[toks.starts]
+        ink = None
+        if n_nl >= min_depth:
+            if newlines is None:
+                newlines = (toks.cp == 10).nonzero()[0]
+            # the first character of each line that is not a space, tab, CR or LF is a token's
+            # first unless the text has other whitespace (form feeds, no-break spaces …)
+            if (not np.count_nonzero(_ODD_SPACE_8.take(toks.cp)) if toks.cp.dtype == np.uint8
+                    else _ODD_SPACE_RE.search(text) is None):
+                ink = toks.starts
+        climbs = N.deepest_climbs(text, toks.cp, markup.get("opens", {}), min_depth=min_depth,
+                                  newlines=newlines, token_starts=toks.starts, first_cp=tok_cp, ink=ink,
+                                  n_newlines=n_nl, n_brackets=n_brackets, ink_after_newlines=after_newlines)
         if climbs:
             mt["nesting"] = {c.kind: c.to_dict() for c in climbs}
         for c in climbs:
             need = T.nest_rare_tag_min if c.kind == "tag" and c.name in N.RARELY_NESTED else mins[c.kind]
             if runaway and c.end >= 0.5 * len(text):
                 need = int(need * T.nest_runaway_factor)
-            n_req = C.count_requested(messages)
+            n_req = n_requested()
             if c.came_back:  # a deep structure that closes again is a document, unless it is very deep
                 need = int(need * (T.nest_rare_came_back_factor if need == T.nest_rare_tag_min else 2))
             if c.depth >= need and not (n_req is not None and c.depth <= n_req * T.count_request_factor
@@ -370,7 +416,8 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
     # ---- runaway with near-repetition --------------------------------------------------------
     if runaway:  # (computed only here: it costs a sort and only matters for a runaway)
         tail_rep8, window = M.tail_repeat(ids, 8)
-        word_share = float(toks.is_word[L - window - 7:].mean()) if L >= 8 and window else 0.0
+        tail_words = toks.is_word[L - window - 7:]
+        word_share = np.count_nonzero(tail_words) / tail_words.size if L >= 8 and window else 0.0
         mt["tail_repeat_8"] = _r(tail_rep8)
         mt["tail_word_share"] = _r(word_share)
         if not loop_fired and L >= T.runaway_window_min_tokens and (
@@ -482,7 +529,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
             in_loop = certain[int(math.floor(lp.size * loop_char / len(text))):]
             info["loop_mapping"] = "proportional"
         if in_loop is not None and in_loop.size:
-            share = float(in_loop.mean())
+            share = np.count_nonzero(in_loop) / in_loop.size
             info["loop_certain_share"] = _r(share)
             info["loop_tokens"] = int(in_loop.size)
             if loops:
@@ -515,27 +562,43 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                     metrics=mt, highlights=highlights)
 
 
-def _counting_loop(text: str, toks, T: Thresholds, runaway: bool, messages, requested,
-                   fuzzy_tail=None) -> dict | None:
+def _counting_loop(text: str, toks, T: Thresholds, runaway: bool, n_requested, requested,
+                   fuzzy_tail=None, blind_runs: dict | None = None, blind: np.ndarray | None = None) -> dict | None:
     """The counting-loop finding (see ``counting.py``): the number-blind periodic stretch at the
     end (or before a short closing: ``]``, a fence), else the longest number-blind repeat run
     anywhere; judged by its number columns, its words and the count the request asked for."""
     L = len(toks)
-    ids = toks.hashes.copy()
-    ids[toks.is_number] = 0x5EED
+    if blind is None:
+        blind = toks.hashes.copy()
+        blind[toks.is_number] = 0x5EED
+    ids = blind  # (read only, unless the mixed tokens get their ids: a copy then)
     # tokens with a number inside (``test_case_5``, ``user5``): the same with the digits equated
     mixed = toks.has_digit & ~toks.is_number
     n_mixed = int(np.count_nonzero(mixed))
-    if 0 < n_mixed <= 4096:
-        where = np.flatnonzero(mixed)
-        ids[where] = np.fromiter(
-            (hash(C.DIGITS_RE.sub("#", text[a:b])) for a, b in zip(toks.starts[where].tolist(), toks.ends[where].tolist())),
-            dtype=np.int64, count=where.size).view(np.uint64)
-    else:
+    where = mixed.nonzero()[0] if 0 < n_mixed <= 4096 else None
+    if where is None:
         mixed = None
-    cands = []
     W = min(L, 8192)
-    for trim in _closing_trims(text, toks):
+    trims = _closing_trims(text, toks)
+    run_wanted = np.count_nonzero(toks.is_number) >= T.count_anywhere_min_copies
+    if where is not None:
+        ids = ids.copy()
+        if not run_wanted:
+            # (cheap first) with the mixed tokens all one token (more tokens equal than with their
+            # digits equated) a tail of three copies must already be there for their digit-blind
+            # ids to matter
+            ids[where] = _ANY_MIXED  # (their digit-blind ids replace it below)
+            if not any(_periodic_tail(ids[L - W:L - trim], 3) for trim in trims):
+                return None
+        if n_mixed > 24:  # (vectorised; any ids do that are equal exactly for equal digit-blind strings)
+            ids[where] = M.digit_blind_hashes(toks, where)
+        else:
+            ids[where] = np.fromiter(
+                (hash(C.DIGITS_RE.sub("#", text[a:b])) for a, b in zip(toks.starts[where].tolist(),
+                                                                       toks.ends[where].tolist())),
+                dtype=np.int64, count=where.size).view(np.uint64)
+    cands = []
+    for trim in trims:
         if trim == 0 and fuzzy_tail is not None and mixed is None:  # (the fuzzy loop's: the same sequence)
             fz = fuzzy_tail[1]
             trim = fz.trimmed if fz is not None else 0
@@ -545,13 +608,15 @@ def _counting_loop(text: str, toks, T: Thresholds, runaway: bool, messages, requ
             whole = fz.covered // fz.period
             first = L - trim - whole * fz.period
             cands.append((first, fz.period, whole))
-    if np.count_nonzero(toks.is_number) >= T.count_anywhere_min_copies:
+    if run_wanted:
         # a counter anywhere (a loop the model left, then wrapped up): ≥ 8 copies of ≤ 32 tokens
         run = M.longest_run(ids, min_copies=T.count_anywhere_min_copies)
+        if blind_runs is not None:
+            blind_runs[T.count_anywhere_min_copies] = run  # (the number-blind longest run, for the caller)
         if run is not None:
             cands.append((run.start, run.period, int(run.copies)))
     best = None
-    n_req = C.count_requested(messages)
+    n_req = n_requested()
     spans = None
     for first, period, whole in cands:
         if whole < 3:
@@ -602,19 +667,66 @@ def _counting_loop(text: str, toks, T: Thresholds, runaway: bool, messages, requ
     return best
 
 
-def _prose_and_vocab(toks) -> tuple[np.ndarray, np.ndarray]:
+_PROBE_K = np.arange(2, 16)
+_ANY_MIXED = np.uint64(0x5EED5EED)  # (every token with digits inside, for a first look)
+
+
+def _periodic_tail(seq: np.ndarray, copies: int) -> bool:
+    """Some period p has ``copies`` whole copies at the end of ``seq`` (what ``tail_loop`` needs to
+    report a loop of that many copies)."""
+    n = int(seq.size)
+    pmax = n // copies
+    if pmax < 1:
+        return False
+    r = seq[::-1]
+    cand = (r[1:pmax + 1] == r[0]).nonzero()[0] + 1
+    if cand.size == 0:
+        return False
+    cand = cand[r[cand + 1] == r[1]]           # (p + 1 ≤ pmax + 1 < n; k = 1 < (copies - 1)·p)
+    if cand.size > 4 and n >= 48:
+        # (all at once: r[p + k] == r[k] for every k < 2p; k ≤ 15 < 2·pmax, p + k < n)
+        bad = r[cand[:, None] + _PROBE_K] != r[_PROBE_K]
+        bad &= _PROBE_K < 2 * cand[:, None]
+        cand = cand[~bad.any(axis=1)]
+        if cand.size > 64:
+            return True   # (a first look only: many candidates, the loop itself tells)
+    for p in cand.tolist():
+        if M._match_len(r, p) >= (copies - 1) * p:
+            return True
+    return False
+
+
+def _prose_and_vocab(toks, first: np.ndarray | None = None,
+                     apart: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per token: a prose word (a word, not a tag name after ``<`` / ``</`` nor an attribute name
-    before ``=``), and vocabulary (anything but punctuation: words, numbers, identifiers)."""
+    before ``=``), and vocabulary for novelty (numbers and tokens of three or more characters:
+    words, identifiers — not punctuation, not ``a`` / ``in`` / ``It``).
+    ``first`` (each token's first code point) and ``apart`` (whitespace between a token and the
+    next) may be passed when already known."""
     cp, st, en = toks.cp, toks.starts, toks.ends
     prose = toks.is_word.copy()
     if st.size > 1:
-        first = cp[st]
-        single = (en - st) == 1
-        tagish = single & ((first == 60) | (first == 47))           # "<" or "/"
-        prose[1:] &= ~(tagish[:-1] & (en[:-1] == st[1:]))
-        prose[:-1] &= ~(single[1:] & (first[1:] == 61))            # before "="
-    vocab = ((en - st) > 1) | toks.is_number
+        if first is None:
+            first = cp[st]
+        if apart is None:
+            apart = st[1:] > en[:-1]
+        # ("<", "/" and "=" are punctuation: tokens of one character)
+        tagish = _TAGISH[first] if first.dtype == np.uint8 else (first == 60) | (first == 47)
+        prose[1:] &= ~tagish[:-1] | apart
+        prose[:-1] &= first[1:] != 61                              # before "="
+    vocab = (en - st) > 2  # (words of one or two letters — a, in, it — bring nothing new)
+    vocab |= toks.is_number
     return prose, vocab
+
+
+_TAGISH = np.zeros(256, dtype=bool)
+_TAGISH[[60, 47]] = True   # "<" "/"
+_NO_INDEX = np.zeros(0, dtype=np.int64)
+# whitespace other than space, tab, CR and LF (vertical tab, form feed, the information separators,
+# no-break and other Unicode spaces)
+_ODD_SPACE_RE = re.compile(r"[^\S \t\r\n]")
+_ODD_SPACE_8 = np.array([chr(c).isspace() and chr(c) not in " \t\r\n" for c in range(256)], dtype=bool)
+_ODD_SPACE_8[128:] = False  # (uint8 code points are ASCII text's)
 
 
 def _closing_trims(text: str, toks) -> list[int]:

@@ -96,7 +96,7 @@ def columns(text: str, starts: np.ndarray, ends: np.ndarray, is_number: np.ndarr
     counters = constants = data = 0
     last_counter = None
     steps_seen = set()
-    for c in np.flatnonzero(cols_mask).tolist():
+    for c in cols_mask.nonzero()[0].tolist():
         pos = first + c + period * np.arange(k)
         vals = np.array([_value(text[a:b]) for a, b in zip(starts[pos].tolist(), ends[pos].tolist())],
                         dtype=np.int64)

@@ -45,6 +45,7 @@ class Tokens:
     is_word: np.ndarray    # a word token of ≥ 2 characters without digits, or one CJK character (prose-like)
     cp: np.ndarray | None = None  # the text's code points (uint8 for ASCII text, else uint32)
     has_digit: np.ndarray | None = None  # token with at least one digit (numbers and ``test_case_5``)
+    digit: np.ndarray | None = None      # per character of the text: a digit (``\\d``)
 
     def __len__(self) -> int:
         return int(self.starts.size)
@@ -89,12 +90,12 @@ def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _char_classes(cp: np.ndarray, ascii_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
     if ascii_only:  # (one table look-up: class in the low bits, digit in bit 2)
-        info = np.take(_ASCII_INFO, cp)
+        info = _ASCII_INFO.take(cp)
         return info & 3, info >= 4
-    cls = _ASCII_CLASS[np.minimum(cp, 127)]
-    dig = _ASCII_DIGIT[np.minimum(cp, 127)]
+    info = _ASCII_INFO.take(np.minimum(cp, 127))
+    cls, dig = info & 3, info >= 4
     na = cp >= 128
-    if na.any():
+    if np.count_nonzero(na):
         u, inv = np.unique(cp[na], return_inverse=True)
         chars = [chr(c) if c < 0x110000 else "\ufffd" for c in u.tolist()]
         ucls = np.array([3 if _CJK_CHAR_RE.match(ch) else 1 if _WORD_CHAR_RE.match(ch)
@@ -112,7 +113,8 @@ def token_arrays(text: str) -> Tokens:
     if not text:
         e = np.zeros(0, dtype=np.int64)
         return Tokens(e, e.copy(), np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=bool),
-                      np.zeros(0, dtype=bool), np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=bool))
+                      np.zeros(0, dtype=bool), np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=bool),
+                      np.zeros(0, dtype=bool))
     if text.isascii():  # (str knows: no scan)
         cp = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
         cls, dig = _char_classes(cp, ascii_only=True)
@@ -122,45 +124,90 @@ def token_arrays(text: str) -> Tokens:
     n = cp.size
     # a token starts at a character that is not whitespace and does not continue a word (class
     # 1 after class 1), and ends likewise before one that does not continue it
-    go_on = cls[1:] == 1
-    go_on &= cls[:-1] == 1
+    word = cls == 1
+    go_on = word[1:] & word[:-1]
+    go_on = ~go_on
     tok = cls != 0
     first = tok.copy()
-    first[1:] &= ~go_on
-    starts = np.flatnonzero(first)
-    tok[:-1] &= ~go_on
-    ends = np.flatnonzero(tok) + 1
+    first[1:] &= go_on
+    starts = first.nonzero()[0]
+    tok[:-1] &= go_on
+    ends = tok.nonzero()[0]
+    ends += 1
     length = ends - starts
-    tw = cls[starts] == 1
-    # digits per token from a running count (int32 for speed: no text here has 2^31 characters)
-    count = np.zeros(n + 1, dtype=np.int32 if n < 1 << 31 else np.int64)
-    np.cumsum(dig, out=count[1:])
-    digits = count[ends] - count[starts]
+    T = starts.size
+    start_cls = cls[starts]
+    # digits per token: the token each digit is in (the last that starts at or before it)
+    digits = (np.bincount(starts.searchsorted(dig.nonzero()[0], side="right") - 1, minlength=T) if T
+              else np.zeros(0, dtype=np.int64))
     is_number = digits == length
     no_digit = digits == 0
-    is_word_tok = (tw & no_digit & (length > 1)) | (cls[starts] == 3)
-    hashes = np.empty(starts.size, dtype=np.uint64)
+    is_word_tok = (start_cls == 1) & no_digit
+    is_word_tok &= length > 1
+    is_word_tok |= start_cls == 3
+    if T and n <= _CHUNK:  # (one chunk; uint64 array arithmetic wraps around silently)
+        b = int(ends[-1])
+        p, q = _powers(b)
+        h = np.empty(b + 1, dtype=np.uint64)
+        h[0] = 0
+        np.add.accumulate(np.multiply(cp[:b], p, dtype=np.uint64), out=h[1:])
+        hashes = h[ends]
+        hashes -= h[starts]
+        hashes *= q[starts]
+        return Tokens(starts, ends, hashes, is_number, is_word_tok, cp, ~no_digit, dig)
+    hashes = np.empty(T, dtype=np.uint64)
     a = 0          # first char of the chunk
     ti = 0         # first token of the chunk
-    T = starts.size
-    with np.errstate(over="ignore"):
-        while ti < T:
-            # chunk = tokens whose start lies in [a, a + _CHUNK); extend to cover the last token
-            tj = int(np.searchsorted(starts, a + _CHUNK, side="left"))
-            if tj <= ti:
-                tj = ti + 1
-            b = int(ends[tj - 1])
-            seg = cp[a:b].astype(np.uint64)
-            p, q = _powers(b - a)
-            h = np.empty(b - a + 1, dtype=np.uint64)
-            h[0] = 0
-            np.cumsum(seg * p, out=h[1:])
-            s = starts[ti:tj] - a
-            e = ends[ti:tj] - a
-            hashes[ti:tj] = (h[e] - h[s]) * q[s]
-            a = b if tj >= T else int(starts[tj])
-            ti = tj
-    return Tokens(starts, ends, hashes, is_number, is_word_tok, cp, ~no_digit)
+    while ti < T:
+        # chunk = tokens whose start lies in [a, a + _CHUNK); extend to cover the last token
+        tj = int(np.searchsorted(starts, a + _CHUNK, side="left"))
+        if tj <= ti:
+            tj = ti + 1
+        b = int(ends[tj - 1])
+        p, q = _powers(b - a)
+        h = np.empty(b - a + 1, dtype=np.uint64)
+        h[0] = 0
+        np.add.accumulate(np.multiply(cp[a:b], p, dtype=np.uint64), out=h[1:])
+        s = starts[ti:tj] - a
+        e = ends[ti:tj] - a
+        hashes[ti:tj] = (h[e] - h[s]) * q[s]
+        a = b if tj >= T else int(starts[tj])
+        ti = tj
+    return Tokens(starts, ends, hashes, is_number, is_word_tok, cp, ~no_digit, dig)
+
+
+_DIGIT_BLIND_SALT = np.uint64(0x243F6A8885A308D3)
+
+
+def digit_blind_hashes(toks: Tokens, where: np.ndarray) -> np.ndarray:
+    """uint64 ids of the tokens ``where`` (indices) with each run of digits replaced by one ``#``
+    (``test_case_5`` and ``test_case_12`` get the same id): the polynomial token hash of that
+    string, salted, so equal ids ↔ equal strings (up to 64-bit collisions) as with ``hash()`` of
+    ``re.sub(r"\\d+", "#", token)``; vectorised over the tokens' characters."""
+    st = toks.starts[where]
+    lens = toks.ends[where] - st
+    m = int(where.size)
+    off = np.zeros(m, dtype=np.int64)
+    np.cumsum(lens[:-1], out=off[1:])
+    total = int(off[-1] + lens[-1]) if m else 0
+    if total == 0:
+        return np.zeros(0, dtype=np.uint64)
+    pos = np.arange(total, dtype=np.int64)
+    pos += (st - off).repeat(lens)                  # the text index of each character
+    c = toks.cp[pos].astype(np.uint64)
+    d = toks.digit[pos]
+    c[d] = 35                                          # "#"
+    keep = np.ones(total, dtype=bool)
+    keep[1:] = ~(d[1:] & d[:-1])                       # a digit after a digit of the same run …
+    keep[off] = True                                   # … of the same token
+    nk = np.add.reduceat(keep, off, dtype=np.int64)    # ≥ 1: a token's first character is kept
+    koff = np.zeros(m, dtype=np.int64)
+    np.cumsum(nk[:-1], out=koff[1:])
+    ck = c[keep]
+    j = np.arange(ck.size, dtype=np.int64) - koff.repeat(nk)
+    p, _ = _powers(int(nk.max()))
+    h = np.add.reduceat(ck * p[j], koff)   # (uint64 array arithmetic wraps around silently)
+    return h ^ _DIGIT_BLIND_SALT
 
 
 def token_hashes(tokens) -> np.ndarray:
@@ -203,21 +250,34 @@ def ngram_stats(ids: np.ndarray, max_n: int = 4) -> dict:
     L = int(ids.size)
     out = {}
     g = None
-    small = ids.tolist() if L < 256 else None  # (a short text: sets of tuples beat numpy calls)
-    with np.errstate(over="ignore"):
-        for n in range(1, max_n + 1):
-            count = L - n + 1
-            if count <= 0:
-                out[f"seq_rep_{n}"] = 0.0
-                out[f"distinct_{n}"] = 0.0
-                continue
-            if small is not None:
-                u = len(set(small)) if n == 1 else len(set(zip(*(small[k:] for k in range(n)))))
+    small = ids.tolist() if L < 80 else None  # (a short text: sets of tuples beat numpy calls)
+    ranks = None
+    if 80 <= L < 256 and max_n <= 4:
+        # (exact, in numpy: each token's rank among the distinct tokens, n-grams as integers
+        # r_1·U^(n-1) + … + r_n < U^4 < 2^32)
+        uniq, ranks = np.unique(ids, return_inverse=True)
+        U = int(uniq.size)
+        key = ranks.astype(np.int64)
+    for n in range(1, max_n + 1):
+        count = L - n + 1
+        if count <= 0:
+            out[f"seq_rep_{n}"] = 0.0
+            out[f"distinct_{n}"] = 0.0
+            continue
+        if small is not None:
+            u = len(set(small)) if n == 1 else len(set(zip(*(small[k:] for k in range(n)))))
+        elif ranks is not None:
+            if n == 1:
+                u = U
             else:
-                g = ids if n == 1 else _ngram_hashes(ids, n, g)
-                u = _n_unique(g)
-            out[f"seq_rep_{n}"] = 1.0 - u / count
-            out[f"distinct_{n}"] = u / L
+                key = key[:-1] * U + ranks[n - 1:]
+                srt = np.sort(key)
+                u = 1 + int(np.count_nonzero(srt[1:] != srt[:-1]))
+        else:  # (uint64 array arithmetic wraps around silently)
+            g = ids if n == 1 else _ngram_hashes(ids, n, g)
+            u = _n_unique(g)
+        out[f"seq_rep_{n}"] = 1.0 - u / count
+        out[f"distinct_{n}"] = u / L
     return out
 
 
@@ -232,15 +292,17 @@ def tail_repeat(ids: np.ndarray, n: int = 4, window: int | None = None) -> tuple
     if window is None:
         window = max(L // 4, 64)
     k = max(1, min(count, window - n + 1))
-    with np.errstate(over="ignore"):
-        g = _ngram_hashes(ids, n)
-    # an n-gram was seen before unless it is the first of its kind: with a stable sort, the first
-    # of each run of equal values
-    order = np.argsort(g, kind="stable")
+    g = _ngram_hashes(ids, n)   # (uint64 array arithmetic wraps around silently)
+    # an n-gram was seen before unless it is the first of its kind: the least index of each run of
+    # equal sorted values
+    order = g.argsort()
     sg = g[order]
+    head = np.empty(count, dtype=bool)
+    head[0] = True
+    np.not_equal(sg[1:], sg[:-1], out=head[1:])
     seen = np.ones(count, dtype=bool)
-    seen[order[np.flatnonzero(np.concatenate(([True], sg[1:] != sg[:-1])))]] = False
-    return float(seen[count - k:].mean()), k
+    seen[np.minimum.reduceat(order, head.nonzero()[0])] = False
+    return np.count_nonzero(seen[count - k:]) / k, k
 
 
 def seq_rep(ids: np.ndarray, n: int) -> float:
@@ -288,11 +350,15 @@ def _match_len(r: np.ndarray, p: int) -> int:
     while k < n:
         end = min(n, k + step)
         neq = r[k:end] != r[p + k:p + end]
-        if neq.any():
-            return k + int(neq.argmax())
+        i = int(neq.argmax())
+        if neq[i]:
+            return k + i
         k = end
         step *= 4
     return n
+
+
+_PROBE_K = np.arange(3, 16)
 
 
 def tail_loop(ids: np.ndarray, max_candidates: int = 512) -> Loop | None:
@@ -314,14 +380,21 @@ def tail_loop(ids: np.ndarray, max_candidates: int = 512) -> Loop | None:
         return None
     r = ids[::-1]
     half = L // 2
-    cand = np.flatnonzero(r[1:half + 1] == r[0]) + 1          # p in 1..half with r[p] == r[0]
+    cand = (r[1:half + 1] == r[0]).nonzero()[0] + 1          # p in 1..half with r[p] == r[0]
     if cand.size == 0:
         return None
     cand = cand[r[cand + 1] == r[1]]                           # p+1 ≤ half+1 < L always
     if L >= 6:
         cand = cand[r[cand + 2] == r[2]]                       # p+2 ≤ half+2 < L for L ≥ 6
+    cand = cand[:max_candidates]
+    if cand.size > 4 and L >= 32:
+        # (cheap first, all candidates at once: a period p needs r[p + k] == r[k] for every k < p,
+        # so one that fails at some k in 3..15 could never cover two copies)
+        bad = r[cand[:, None] + _PROBE_K] != r[_PROBE_K]
+        bad &= _PROBE_K < cand[:, None]
+        cand = cand[~bad.any(axis=1)]
     best: Loop | None = None
-    for p in cand[:max_candidates].tolist():
+    for p in cand.tolist():
         if best is not None and p % best.period == 0 and p < best.covered:
             # a multiple of the best period inside its loop mismatches exactly where the best
             # does (the loop is best.period-periodic there), so it cannot cover more
@@ -405,18 +478,18 @@ def longest_run(ids: np.ndarray, max_period: int = 32, max_tokens: int = 1 << 18
             periods = np.arange(1, P + 1)
             eq = shifted == seq
         flat = eq.ravel()
-        edges = np.flatnonzero(flat[1:] != flat[:-1]) + 1  # run starts and ends, alternating
+        edges = (flat[1:] != flat[:-1]).nonzero()[0] + 1  # run starts and ends, alternating
         if flat[0]:
             edges = np.concatenate(([0], edges))
         begin, length = edges[0::2], edges[1::2] - edges[0::2]
         row = begin // n
         ok = length >= need[periods[row] - 1]
-        if not ok.any():
+        if not np.count_nonzero(ok):
             return None
         if words is not None:  # the period's matches at word tokens, over the whole row
             word_matches = np.count_nonzero(eq & words[base:], axis=1)
             ok &= (word_matches >= np.floor(need[periods - 1] * word_share))[row]
-            if not ok.any():
+            if not np.count_nonzero(ok):
                 return None
         covered = np.where(ok, length + periods[row], -1)
         k = int(covered.argmax())  # the first of the longest: shortest period, then earliest run
@@ -425,7 +498,7 @@ def longest_run(ids: np.ndarray, max_period: int = 32, max_tokens: int = 1 << 18
     best: Run | None = None
     for p in range(1, P + 1):
         eq = np.concatenate(([False], seq[p:] == seq[:-p], [False]))
-        edges = np.flatnonzero(eq[1:] != eq[:-1])  # run starts and ends, alternating
+        edges = (eq[1:] != eq[:-1]).nonzero()[0]  # run starts and ends, alternating
         if edges.size == 0:
             continue
         lengths = edges[1::2] - edges[::2]
@@ -446,7 +519,7 @@ def _rows_with_runs(rows: np.ndarray) -> np.ndarray:
     """1 + the indices of the rows r of a 2-D bool array that hold a run of ≥ r + 1 Trues."""
     P, m = rows.shape
     flat = np.concatenate((rows, np.zeros((P, 1), dtype=bool)), axis=1).ravel()  # rows end in False
-    edges = np.flatnonzero(flat[1:] != flat[:-1]) + 1
+    edges = (flat[1:] != flat[:-1]).nonzero()[0] + 1
     if flat[0]:
         edges = np.concatenate(([0], edges))
     begin = edges[0::2]
@@ -478,7 +551,7 @@ def char_tail_loop(text: str, max_period: int = 16, window: int = 8192) -> Run |
     cp = np.frombuffer(tail.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     best: Run | None = None
     for p in range(1, min(max_period, n // 2) + 1):
-        neq = np.flatnonzero(cp[p:] != cp[:-p])
+        neq = (cp[p:] != cp[:-p]).nonzero()[0]
         run = (n - p) - (int(neq[-1]) + 1) if neq.size else n - p  # periodic suffix beyond one copy
         covered = run + p
         if covered >= 2 * p and (best is None or covered > best.covered):
@@ -635,6 +708,8 @@ def markup_balance(text: str) -> dict:
 def fence_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of fenced code blocks (an unclosed one runs to the end)."""
     spans = []
+    if "```" not in text and "~~~" not in text:  # (a fence holds one of them)
+        return spans
     open_at = None
     open_fence = None
     for m in FENCE_RE.finditer(text):
@@ -678,6 +753,26 @@ HEADING_ROLE_RE = re.compile(r"^[ \t]*#{1,4}[ \t]*(?:\*\*)?(?P<role>User|USER|Hu
 HEADING_ASSISTANT_RE = re.compile(r"^[ \t]*#{1,4}[ \t]*(?:\*\*)?(?:Assistant|ASSISTANT|AI|Bot|GPT)(?:\*\*)?[ \t]*:?[ \t]*$",
                                   re.M)
 _ROLE_WORDS = ("User", "USER", "Human", "HUMAN", "Instruction", "INSTRUCTION")
+# ROLE_LINE_RE around one of its role words: what may stand before it on its line, and after it
+_ROLE_PREFIX_RE = re.compile(r"[ \t>*_]*(?:#{1,4}[ \t]*)?(?:\*\*)?")
+_ROLE_SUFFIX_RE = re.compile(r"(?:\*\*)?[ \t]*:")
+
+
+def _has_role_line(text: str) -> bool:
+    """``ROLE_LINE_RE.search(text) is not None``, from the role words' occurrences (``str.find``)
+    instead of a regex attempt at every character; past 32 occurrences, the regex."""
+    seen = 0
+    for w in _ROLE_WORDS:
+        i = text.find(w)
+        while i >= 0:
+            seen += 1
+            if seen > 32:
+                return ROLE_LINE_RE.search(text) is not None
+            if (_ROLE_SUFFIX_RE.match(text, i + len(w))
+                    and _ROLE_PREFIX_RE.fullmatch(text, text.rfind("\n", 0, i) + 1, i)):
+                return True
+            i = text.find(w, i + 1)
+    return False
 _HEADING_ASSISTANT_WORDS = ("Assistant", "ASSISTANT", "AI", "Bot", "GPT")
 _WORD_RE = re.compile(r"\w+")
 _DIALOGUE_REQUEST_RE = re.compile(
@@ -860,8 +955,9 @@ def confabulated_turns(text: str, messages, min_words: int, chat_template: str |
     user asked for a dialogue / transcript / script or named the format ("User/Assistant", 'User:').
     """
     res = {"markers": [], "end_markers": [], "role_lines": [], "bare_roles": []}
-    has_marker_chars = ("<|" in text or "<start_of_turn>" in text or "<end_of_turn>" in text
-                        or "<\uff5c" in text or "[INST]" in text or "[/INST]" in text)
+    # (cheap first: every marker holds one of these)
+    has_marker_chars = (("<" in text and ("<|" in text or "_of_turn>" in text or "<\uff5c" in text))
+                        or "INST]" in text)
     spans = None
     if has_marker_chars:
         for m in TURN_MARKER_RE.finditer(text):
@@ -880,7 +976,7 @@ def confabulated_turns(text: str, messages, min_words: int, chat_template: str |
     if "#" in text and any(w in text for w in _HEADING_ASSISTANT_WORDS):  # (substring tests are fast)
         last = max((m.start() for m in HEADING_ASSISTANT_RE.finditer(text)), default=-1)
     headed = [m for m in HEADING_ROLE_RE.finditer(text) if m.end() <= last] if last >= 0 else []
-    role_lines = (":" in text and any(w in text for w in _ROLE_WORDS) and ROLE_LINE_RE.search(text)) or headed
+    role_lines = (":" in text and any(w in text for w in _ROLE_WORDS) and _has_role_line(text)) or headed
     roles = template_roles(chat_template, messages)
     bare = "\n" in text and any(r in text for r in roles)
     if not (role_lines or bare):
@@ -893,6 +989,10 @@ def confabulated_turns(text: str, messages, min_words: int, chat_template: str |
             convo.append(norm_words(content))
             if _message_role(msg) == "user" and _DIALOGUE_REQUEST_RE.search(content):
                 asked_dialogue = True
+    if bare and _asked_roles(messages, roles):
+        bare = False  # the request names the template's roles (a chat between a user and an assistant)
+        if not role_lines:
+            return res
     if asked_dialogue and not (bare and _asked_roles(messages, roles)):
         # a dialogue the user asked for: its speaker lines are the answer (bare role lines
         # still count unless the request names those roles as speakers)
@@ -904,9 +1004,9 @@ def confabulated_turns(text: str, messages, min_words: int, chat_template: str |
     convo_text = " \n ".join(convo)
     if bare:
         res["bare_roles"] = bare_role_turns(text, roles, spans, convo_text, min_words)
-    if spans is None:
-        spans = fence_spans(text)
     if role_lines:
+        if spans is None:
+            spans = fence_spans(text)
         for m in sorted([*ROLE_LINE_RE.finditer(text), *headed], key=lambda m: m.start()):
             if _in_spans(m.start(), spans):
                 continue

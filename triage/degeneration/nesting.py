@@ -60,10 +60,11 @@ def _longest_open_run(opens: np.ndarray, closes: np.ndarray) -> tuple[int, int, 
     if opens.size == 0:
         return 0, -1, -1
     # the number of closes before each opening: a run shares that number
-    k = np.searchsorted(closes, opens)
-    edges = np.flatnonzero(np.diff(k)) + 1
+    k = closes.searchsorted(opens)
+    edges = (k[1:] != k[:-1]).nonzero()[0] + 1
     starts = np.concatenate(([0], edges))
-    lengths = np.diff(np.concatenate((starts, [opens.size])))
+    bounds = np.concatenate((starts, [opens.size]))
+    lengths = bounds[1:] - bounds[:-1]
     i = int(lengths.argmax())
     return int(lengths[i]), int(starts[i]), int(starts[i] + lengths[i] - 1)
 
@@ -95,70 +96,121 @@ def tag_climb(text: str, opens_by_name: dict, min_depth: int) -> Climb | None:
         op = np.fromiter((a for a, _ in o), dtype=np.int64, count=len(o))
         depth, i, j = _longest_open_run(op, cl)
         if best is None or depth > best.depth:
-            back = cl.size - int(np.searchsorted(cl, o[j][1])) >= depth / 2
+            back = cl.size - int(cl.searchsorted(o[j][1])) >= depth / 2
             best = Climb("tag", name, depth, o[i][0], o[j][1], back)
     return best
 
 
-def bracket_climb(cp: np.ndarray) -> Climb | None:
-    """The longest run of ``{`` / ``[`` with no ``}`` / ``]`` between them (cp: code points)."""
-    opens = np.flatnonzero((cp == 123) | (cp == 91))
-    if opens.size < 2:
+_BRACKET_8 = np.zeros(256, dtype=np.int8)
+_BRACKET_8[[123, 91]] = 1    # { [
+_BRACKET_8[[125, 93]] = -1   # } ]
+
+
+def bracket_climb(cp: np.ndarray, token_starts: np.ndarray | None = None,
+                  first_cp: np.ndarray | None = None) -> Climb | None:
+    """The longest run of ``{`` / ``[`` with no ``}`` / ``]`` between them (cp: code points).
+    With the text's tokens (``token_starts`` and ``first_cp``, each token's first code point) only
+    the tokens are looked at: a bracket is a token of its own."""
+    if first_cp is None:
+        c, at = cp, None
+    else:
+        c, at = first_cp, token_starts
+    # every bracket in order, +1 opening and -1 closing: the runs of openings with no closing
+    # between them are the runs of +1
+    if c.dtype == np.uint8:
+        kind = _BRACKET_8[c]
+    else:
+        kind = np.zeros(c.size, dtype=np.int8)
+        kind[(c == 123) | (c == 91)] = 1
+        kind[(c == 125) | (c == 93)] = -1
+    where = kind.nonzero()[0]
+    opening = kind[where] == 1
+    n_open = int(np.count_nonzero(opening))
+    if n_open < 2:
         return None
-    closes = np.flatnonzero((cp == 125) | (cp == 93))
-    depth, i, j = _longest_open_run(opens, closes)
-    back = closes.size - int(np.searchsorted(closes, opens[j])) >= depth / 2
-    return Climb("bracket", "{[", depth, int(opens[i]), int(opens[j]) + 1, back)
+    padded = np.zeros(opening.size + 2, dtype=bool)
+    padded[1:-1] = opening
+    edges = (padded[1:] != padded[:-1]).nonzero()[0]  # run starts and ends, alternating
+    begin = edges[0::2]
+    length = edges[1::2] - begin
+    r = int(length.argmax())  # the first of the longest
+    depth = int(length[r])
+    a, b = int(begin[r]), int(begin[r]) + depth - 1   # (indices into `where`)
+    closes_after = (where.size - b - 1) - (n_open - int(np.count_nonzero(opening[:b + 1])))
+    back = closes_after >= depth / 2
+    first, last = int(where[a]), int(where[b])
+    if at is not None:
+        first, last = int(at[first]), int(at[last])
+    return Climb("bracket", "{[", depth, first, last + 1, back)
 
 
-def indent_climb(cp: np.ndarray) -> Climb | None:
+def indent_climb(cp: np.ndarray, newlines: np.ndarray | None = None, ink: np.ndarray | None = None,
+                 ink_after_newlines: np.ndarray | None = None) -> Climb | None:
     """The longest run of consecutive non-blank lines, each indented further than the last (a
-    tab counts as one column: only the order matters)."""
+    tab counts as one column: only the order matters).  ``newlines`` (where the ``\\n`` are) and
+    ``ink`` (the sorted positions that hold the first character of each run of characters other
+    than space, tab, CR and LF, e.g. the token starts of a text without other whitespace) may be
+    passed when known, and with them ``ink_after_newlines`` (``np.searchsorted(ink, newlines)``)."""
     n = cp.size
-    nl = np.flatnonzero(cp == 10)
+    nl = (cp == 10).nonzero()[0] if newlines is None else newlines
     if nl.size < 2:
         return None
-    line_start = np.concatenate(([0], nl + 1))
-    line_end = np.concatenate((nl, [n]))
-    ink = np.flatnonzero((cp != 32) & (cp != 9) & (cp != 13) & (cp != 10))
+    line_start = np.empty(nl.size + 1, dtype=np.int64)
+    line_start[0] = 0
+    np.add(nl, 1, out=line_start[1:])
+    if ink is None:
+        ink = ((cp != 32) & (cp != 9) & (cp != 13) & (cp != 10)).nonzero()[0]
     if ink.size == 0:
         return None
-    k = np.searchsorted(ink, line_start)
-    first = np.where(k < ink.size, ink[np.minimum(k, ink.size - 1)], n)
-    content = first < line_end
+    # each line's first ink (n for none: past the last), and whether it comes before the line's end
+    if ink_after_newlines is None:
+        k = ink.searchsorted(line_start)
+    else:  # (no ink at a newline: the first at or after it is the first after it)
+        k = np.empty(line_start.size, dtype=np.int64)
+        k[0] = 0
+        k[1:] = ink_after_newlines
+    first = np.concatenate((ink, [n]))[k]
+    content = first < np.concatenate((nl, [n]))
     if np.count_nonzero(content) < 2:
         return None
-    indent = (first - line_start)[content]
     starts = line_start[content]
     ends = first[content]
+    indent = ends - starts
     up = indent[1:] > indent[:-1]
-    if not up.any():
+    if not np.count_nonzero(up):
         return None
     # the longest run of True in `up`
     padded = np.concatenate(([False], up, [False]))
-    d = np.flatnonzero(padded[1:] != padded[:-1])
+    d = (padded[1:] != padded[:-1]).nonzero()[0]
     run_begin, run_len = d[0::2], d[1::2] - d[0::2]
     r = int(run_len.argmax())
     a = int(run_begin[r])               # line index (among content lines) of the climb's foot
     b = a + int(run_len[r])             # its top
-    back = bool((indent[b + 1:] <= indent[a]).any())
+    back = bool(np.count_nonzero(indent[b + 1:] <= indent[a]))
     return Climb("indent", "", int(run_len[r]) + 1, int(starts[a]), int(ends[b]), back)
 
 
-def deepest_climbs(text: str, cp: np.ndarray, opens_by_name: dict, min_depth: int) -> list[Climb]:
+def deepest_climbs(text: str, cp: np.ndarray, opens_by_name: dict, min_depth: int, *,
+                   newlines: np.ndarray | None = None, token_starts: np.ndarray | None = None,
+                   first_cp: np.ndarray | None = None, ink: np.ndarray | None = None,
+                   n_newlines: int | None = None, n_brackets: int | None = None,
+                   ink_after_newlines: np.ndarray | None = None) -> list[Climb]:
     """Every view's deepest climb (those that exist), deepest first; a view that cannot reach
-    ``min_depth`` is not measured."""
+    ``min_depth`` is not measured.  What the caller already knows of the text may be passed:
+    ``newlines`` and ``n_newlines`` (where and how many ``\\n``), ``n_brackets`` (how many ``{``
+    and ``[``), ``token_starts`` with
+    ``first_cp`` (see ``bracket_climb``) and ``ink`` (see ``indent_climb``)."""
     out = []
     if opens_by_name:
         c = tag_climb(text, opens_by_name, min_depth)
         if c is not None:
             out.append(c)
-    if text.count("{") + text.count("[") >= min_depth:  # (cheap first: can the climb be that deep?)
-        c = bracket_climb(cp)
+    if (text.count("{") + text.count("[") if n_brackets is None else n_brackets) >= min_depth:  # (cheap first)
+        c = bracket_climb(cp, token_starts, first_cp) if first_cp is not None else bracket_climb(cp)
         if c is not None:
             out.append(c)
-    if text.count("\n") >= min_depth:
-        c = indent_climb(cp)
+    if (text.count("\n") if n_newlines is None else n_newlines) >= min_depth:
+        c = indent_climb(cp, newlines, ink, ink_after_newlines if ink is not None else None)
         if c is not None:
             out.append(c)
     return sorted(out, key=lambda c: -c.depth)

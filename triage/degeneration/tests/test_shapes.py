@@ -1,0 +1,232 @@
+"""The four shapes of issue 19 (bare role lines, counting loops, near-verbatim loops, recursive
+nesting) and the logprob evidence: each positive next to the healthy text it must not be
+confused with.  Examples are written here from the shapes' definitions, not taken from the
+held-out set (test_heldout.py measures that one)."""
+
+import json
+import random
+
+import pytest
+
+from triage.degeneration import analyze
+
+
+def _codes(a):
+    return [r.code for r in a.reasons]
+
+
+def _ask(q):
+    return [{"role": "user", "content": q}]
+
+
+# ---- invented turns with the chat markers stripped -------------------------------------------
+
+@pytest.mark.parametrize("text, how", [
+    ("The capital of France is Paris.\nuser\nWhat is the capital of Spain?\nassistant\nMadrid.", "dialogue"),
+    ("Boil the egg for nine minutes.\nuser\n\nCan you also tell me how to poach one?", "request"),
+    # Llama 3: no newline between the end of a turn and the next header
+    ("Glad I could help!user\n\nNow write me a poem about the sea.", "request"),
+    ("Here is the answer: 42.\nsystem\nYou are a helpful assistant named Orbit, made by Acme.\nuser\nhi", "system"),
+    ("That is all you need to know about tides.\nsystem\n\nuser\n", "empty"),
+])
+def test_bare_role_lines_open_invented_turns(text, how):
+    a = analyze(text, finish_reason="stop", messages=_ask("Answer my question."))
+    assert a.degenerate, [r.message for r in a.reasons]
+    r = a.reasons[0]
+    assert r.code == "confabulated_turn" and "markers were stripped" in r.message
+    start = r.span[0]
+    assert text[start:].split()[0].rstrip("!.") in ("user", "system", "assistant") or "user" in text[start:start + 8]
+    assert any(h.kind == "confabulated_turn" for h in a.highlights)
+    assert a.metrics["confabulation"]["bare_role_lines"] >= 1
+
+
+def test_gemma_role_names_come_from_the_template_family():
+    text = "Rome was founded in 753 BC, says the legend.\nmodel\nRome was also the capital of an empire."
+    assert not analyze(text, messages=_ask("When was Rome founded?")).degenerate  # 'model' is no ChatML role
+    a = analyze(text, messages=_ask("When was Rome founded?"), chat_template="gemma")
+    assert a.degenerate and "second model turn" in a.reasons[0].message
+    # the template's source works as well as its family name
+    assert analyze(text, messages=_ask("When?"), chat_template="{{ '<start_of_turn>' + role }}").degenerate
+
+
+@pytest.mark.parametrize("text, request_", [
+    # a field named `user` followed by its description (a heading, not a turn)
+    ("Connection parameters:\n\nhost\nThe server to connect to.\nuser\nThe role name to connect as.\n", "Explain the libpq parameters."),
+    # inside a code block
+    ("The template renders like this:\n\n```\n<|im_start|>user\nuser\nWhat is 2+2?\nassistant\n4\n```\n", "Show ChatML."),
+    # the response opens with a role label (some servers prefix it)
+    ("assistant\nThe capital of France is Paris.", "What is the capital of France?"),
+    # a dialogue the user asked for, naming the roles as its speakers
+    ("Here is an example:\n\nuser\nHow do I reset my password?\nassistant\nClick 'Forgot password'.",
+     "Write an example chat between a user and an assistant about passwords."),
+    # quoting the real conversation back
+    ("You asked:\nuser\nWhat is the capital of France?\nThe answer is Paris.", "What is the capital of France?"),
+    ("Run it as a superuser\nand check the logs.", "How do I run it?"),
+])
+def test_bare_role_lines_that_are_not_turns(text, request_):
+    a = analyze(text, finish_reason="stop", messages=_ask(request_))
+    assert "confabulated_turn" not in _codes(a), [r.message for r in a.reasons]
+
+
+# ---- counting loops ---------------------------------------------------------------------------
+
+def test_a_table_of_one_counter_at_max_tokens_is_a_counting_loop():
+    rows = "".join(f"| {i} | {i} | {i} |\n" for i in range(9, 60))
+    text = "| Planet | Moons | AU |\n|---|---|---|\n| Mercury | 0 | 0.39 |\n| Venus | 0 | 0.72 |\n" + rows
+    a = analyze(text, finish_reason="length", messages=_ask("Make a table of the planets."))
+    assert a.degenerate and a.reasons[0].code == "counting_loop", [r.message for r in a.reasons]
+    cl = a.metrics["counting_loop"]
+    assert cl["counter_columns"] >= 3 and cl["data_columns"] == 0
+
+
+def test_the_same_sentence_numbered_is_a_counting_loop_even_when_it_stops():
+    text = "Here is how to bake bread:\n" + "\n".join(f"Step {i}: add the flour to the bowl." for i in range(1, 15))
+    a = analyze(text, finish_reason="stop", messages=_ask("Give me step-by-step instructions to bake bread."))
+    assert "counting_loop" in _codes(a)
+
+
+def test_records_far_past_the_requested_count_are_a_counting_loop():
+    recs = ",\n".join(f'  {{"id": {i}, "name": "Lamp", "price": 19.99}}' for i in range(1, 45))
+    a = analyze("[\n" + recs + "\n]", finish_reason="stop",
+                messages=_ask("Write a JSON array of 10 products with id, name and price."))
+    assert "counting_loop" in _codes(a)
+    assert a.metrics["counting_loop"]["requested_count"] == 10
+
+
+def test_a_counter_inside_identifiers_counts():
+    tests = "\n\n".join(f"def test_case_{i}():\n    assert add(2, 3) == 5" for i in range(5, 30))
+    a = analyze("```python\n" + tests, finish_reason="length", messages=_ask("Write pytest tests for add()."))
+    assert "counting_loop" in _codes(a), [r.message for r in a.reasons]
+
+
+def test_a_count_that_skips_numbers_is_still_a_counter():
+    nums = [i for i in range(1, 120) if i % 10 != 5]  # (15, 25, 35 … skipped)
+    text = "The numbers are " + ", ".join(map(str, nums))
+    a = analyze(text, finish_reason="length", messages=_ask("List the numbers from 1 to 20."))
+    assert "counting_loop" in _codes(a)
+
+
+@pytest.mark.parametrize("text, finish, request_", [
+    ("| n | n² |\n|---|---|\n" + "".join(f"| {i} | {i * i} |\n" for i in range(1, 21)), "stop",
+     "List the numbers from 1 to 20 with their squares."),
+    # a computed table cut by max_tokens: two steps (1 and 7), not one counter
+    ("".join(f"| 7 | × | {i} | = | {7 * i} |\n" for i in range(1, 13)), "length", "Write the multiplication table of 7."),
+    ("Here you go:\n" + "\n".join(f"{i}. I will not talk in class." for i in range(1, 21)), "stop",
+     "Write 'I will not talk in class' 20 times, numbered."),
+    ("```python\n" + "\n".join(f"out[{i}] = scale(values[{i}])" for i in range(16)) + "\n```", "stop", "Unroll the loop."),
+    ("| Month | Days |\n|---|---|\n" + "".join(f"| {m} | {d} |\n" for m, d in zip(
+        "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])),
+     "stop", "Make a table of the months and their days."),
+])
+def test_tables_and_lists_that_count_legitimately(text, finish, request_):
+    a = analyze(text, finish_reason=finish, messages=_ask(request_))
+    assert not a.degenerate, [r.message for r in a.reasons]
+
+
+# ---- near-verbatim loops ----------------------------------------------------------------------
+
+def _rotation(n, seed=3):
+    rng = random.Random(seed)
+    variants = ["The river is calm tonight.", "The river is still tonight.", "The river is quiet tonight."]
+    return " ".join(rng.choice(variants) for _ in range(n))
+
+
+def test_a_sentence_with_one_word_alternating_is_a_near_verbatim_loop():
+    text = "Night falls over the valley and the lanterns come on one by one. " + _rotation(40)
+    a = analyze(text, finish_reason="length", messages=_ask("Write a story about a river at night."))
+    assert a.degenerate
+    assert a.reasons[0].code in ("near_verbatim_loop", "tail_loop"), [r.message for r in a.reasons]
+    nv = a.metrics["near_verbatim"]
+    assert nv["echo_segments"] >= 30 and nv["novel_share"] <= 0.1
+
+
+def test_three_long_near_copies_at_max_tokens():
+    base = ("It is a good idea to keep a spare wheel and a working jack in the boot of every car that "
+            "you drive on long trips")
+    text = ("Changing a tyre takes ten minutes. Loosen the nuts first, then lift the car. "
+            f"{base}. {base.replace('good', 'great')}. In the end, {base[0].lower() + base[1:]}")
+    a = analyze(text, finish_reason="length", messages=_ask("How do I change a flat tire?"))
+    assert "near_verbatim_loop" in _codes(a), [r.message for r in a.reasons]
+
+
+def _old_macdonald():
+    return "\n\n".join(
+        f"Old MacDonald had a farm, E-I-E-I-O.\nAnd on his farm he had a {a}, E-I-E-I-O.\n"
+        f"With a {s} {s} here and a {s} {s} there.\nHere a {s}, there a {s}, everywhere a {s} {s}.\n"
+        f"Old MacDonald had a farm, E-I-E-I-O."
+        for a, s in [("cow", "moo"), ("duck", "quack"), ("pig", "oink"), ("sheep", "baa"), ("horse", "neigh")])
+
+
+@pytest.mark.parametrize("text, request_", [
+    (_old_macdonald(), "Sing Old MacDonald with five animals."),
+    ("Checklist:\n" + "\n".join(f"{i}. {v} the {n} and note the result in the log." for i, (v, n) in enumerate(
+        ((v, n) for v in ("Check", "Clean", "Test", "Label") for n in ("pump", "valve", "filter", "hose", "gauge")), 1)),
+     "Give me a maintenance checklist."),
+    ("- Eat more vegetables.\n- Eat more fruit.\n- Eat more fish.\n- Eat more beans.\n- Eat more nuts.\n"
+     "- Eat more grains.\n- Eat more seeds.\n- Eat more greens.\n- Eat more berries.\n- Eat more lentils.",
+     "How can I eat better?"),
+])
+def test_refrains_and_parallel_lists_are_not_near_verbatim_loops(text, request_):
+    a = analyze(text, finish_reason="stop", messages=_ask(request_))
+    assert not a.degenerate, [r.message for r in a.reasons]
+
+
+def test_a_requested_number_of_rounds_is_not_a_loop():
+    rnd = ("Breathe in slowly through your nose and count to four.\n"
+           "Hold your breath gently and count to seven.\nBreathe out through your mouth and count to eight.\n")
+    text = "Sit comfortably.\n\n" + "".join(f"Round {i}.\n{rnd}\n" for i in range(1, 5)) + "Now relax."
+    a = analyze(text, finish_reason="stop", messages=_ask("Write a 4-7-8 breathing script for 4 rounds."))
+    assert not a.degenerate, [r.message for r in a.reasons]
+
+
+# ---- recursive nesting ------------------------------------------------------------------------
+
+def test_lists_nested_deeper_and_deeper_are_a_loop_in_depth():
+    text = "<ul>\n" + "".join("  " * i + f"<li>Group {i}\n" + "  " * i + "<ul>\n" for i in range(25))
+    a = analyze(text, finish_reason="length", messages=_ask("Write a nested HTML list of animals."))
+    assert "nesting" in _codes(a), [r.message for r in a.reasons]
+    assert a.metrics["nesting"]["tag"]["depth"] >= 25
+
+
+def test_json_children_deeper_and_deeper():
+    text = '{"name": "root", ' + "".join(f'"children": [{{"name": "folder {i}", ' for i in range(20))
+    a = analyze(text, finish_reason="length", messages=_ask("Describe a folder tree as JSON."))
+    assert "nesting" in _codes(a)
+
+
+def test_tables_inside_tables_need_only_a_few_levels():
+    text = "".join(f"<table><tr><td>Month {i}</td><td>\n" for i in range(8)) + "".join(
+        "</td></tr></table>\n" for _ in range(8))
+    a = analyze(text, finish_reason="stop", messages=_ask("Write an HTML table of the months."))
+    assert "nesting" in _codes(a)
+
+
+@pytest.mark.parametrize("text", [
+    # a requested depth, closed again
+    "\n".join("  " * d + f'<div class="level-{d}">' for d in range(14)) + "\n" + "  " * 14 + "deep\n"
+    + "\n".join("  " * d + "</div>" for d in reversed(range(14))),
+    # placeholders of CLI help: never closed, not elements
+    "\n".join(f"  {c} <target>   perform {c} on <target>" for c in ("click", "dblclick", "hover", "focus", "check",
+                                                                       "uncheck", "fill", "press", "select", "drag",
+                                                                       "drop", "tap")),
+    json.dumps({"a": {"b": {"c": {"d": {"e": [1, 2, {"f": "g"}]}}}}}, indent=2),
+])
+def test_healthy_nesting_is_not_a_loop(text):
+    a = analyze(text, finish_reason="stop", messages=_ask("Write a page with 14 nested divs."))
+    assert "nesting" not in _codes(a), [r.message for r in a.reasons]
+
+
+# ---- logprob evidence -------------------------------------------------------------------------
+
+def test_near_certain_loop_tokens_are_reported_as_self_reinforcing():
+    text = "Night falls over the valley. " + _rotation(40)
+    base = analyze(text, finish_reason="length")
+    n = 400
+    certain = analyze(text, finish_reason="length", token_logprobs=[-2.0] * 20 + [-0.01] * (n - 20))
+    unsure = analyze(text, finish_reason="length", token_logprobs=[-1.5] * n)
+    assert "no token logprobs" in base.reasons[0].message
+    assert "self-reinforcing" in certain.reasons[0].message and certain.severity > base.severity
+    assert "not self-reinforcing" in unsure.reasons[0].message
+    assert unsure.degenerate == base.degenerate == certain.degenerate
+    assert certain.metrics["logprobs"]["loop_certain_share"] > 0.9
+    assert base.metrics["logprobs"] == {"n": 0, "absent": True}
