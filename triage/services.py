@@ -191,9 +191,11 @@ def _plain(value: Any) -> Any:
 
 
 def transcript_metrics(*, text: str, finish_reason: str = "", messages: list | None = None,
-                       logprobs: Any = None) -> dict[str, Any]:
+                       logprobs: Any = None, chat_template: str | None = None) -> dict[str, Any]:
     """Run the degeneration analysis; never raises (a transcript is stored even when its
-    metrics fail: the failure is recorded in metrics["error"] and logged)."""
+    metrics fail: the failure is recorded in metrics["error"] and logged). ``chat_template``:
+    the backend's template family, for the role names of invented turns whose markers the
+    server stripped."""
     try:
         analyze, accepts = _analyzer()
         kwargs: dict[str, Any] = {}
@@ -201,6 +203,8 @@ def transcript_metrics(*, text: str, finish_reason: str = "", messages: list | N
             kwargs["finish_reason"] = finish_reason
         if accepts("messages") and messages is not None:
             kwargs["messages"] = messages
+        if chat_template and accepts("chat_template"):
+            kwargs["chat_template"] = chat_template
         token_logprobs = _token_logprobs(logprobs)
         if token_logprobs is not None:
             for name in ("logprobs", "token_logprobs"):

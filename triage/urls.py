@@ -2,13 +2,18 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from triage import views
+from triage import views, views_experiments
 
 urlpatterns = [
     path("", views.TranscriptListView.as_view(), name="transcript-list"),
     path("transcripts/<int:pk>/", views.TranscriptDetailView.as_view(), name="transcript-detail"),
     path("transcripts/<int:pk>/flags/", views.flag_create_view, name="transcript-flag"),
     path("transcripts/<int:pk>/flags/<int:flag_id>/status/", views.flag_status_view, name="flag-status"),
+    path("transcripts/<int:transcript_pk>/experiment/", views_experiments.experiment_start_view, name="experiment-start"),
+    path("experiments/", views_experiments.experiment_list_view, name="experiment-list"),
+    path("experiments/<int:pk>/", views_experiments.experiment_detail_view, name="experiment-detail"),
+    path("experiments/<int:pk>/progress/", views_experiments.experiment_progress_view, name="experiment-progress"),
+    path("experiments/<int:pk>/report.html", views_experiments.experiment_report_view, name="experiment-report"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -12,7 +12,8 @@ from django.views.generic import DetailView, ListView
 from kernels.settings import KernelSettings, KernelSettingsError
 from triage import content_codec, selectors, services
 from triage.models import Flag, Transcript
-from triage.roles import can_flag
+from triage.experiments import selectors as experiment_selectors
+from triage.roles import can_experiment, can_flag
 
 LIST_FILTERS = {"degenerate": bool, "flagged": bool, "model": str, "kernel_profile": str, "flag_status": str, "q": str}
 
@@ -79,6 +80,19 @@ class TranscriptDetailView(DetailView):
         ]
         context["kernel_label"] = _kernel_label(t.kernel)
         context["can_flag"] = can_flag(self.request.user)
+        context["can_experiment"] = can_experiment(self.request.user)
+        context["past_experiments"] = experiment_selectors.experiment_list(transcript_id=t.pk)[:20]
+        if context["can_experiment"]:
+            from django.conf import settings
+
+            from triage.views_experiments import profiles_for_form, start_form_defaults
+            try:
+                context["default_arms"] = start_form_defaults(t)
+            except Exception as exc:  # noqa: BLE001 - no stock profile / backend yet: say so, show the form empty
+                context["default_arms"] = []
+                messages.warning(self.request, f"Default arms unavailable: {exc}")
+            context["profiles"] = profiles_for_form()
+            context["default_samples"] = settings.EXPERIMENT_DEFAULT_SAMPLES
         context["flag_form"] = FlagForm()
         context["statuses"] = Flag.Status.choices
         return context

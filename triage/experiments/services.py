@@ -201,7 +201,8 @@ def experiment_cancel(*, experiment: Experiment) -> Experiment:
 
 def _sample_row(*, arm: Arm, case: ExperimentCase, index: int, choice: Choice, messages: list) -> Sample:
     verdict = transcript_metrics(text=choice.text, finish_reason=choice.finish_reason, messages=messages,
-                                 logprobs=choice.logprobs)
+                                 logprobs=choice.logprobs,
+                                 chat_template=(arm.backend.chat_template or None) if arm.backend_id else None)
     row = {"text": choice.text, "logprobs": choice.logprobs, "metrics": verdict["metrics"], "reasons": verdict["reasons"]}
     encoding = ""
     if "\x00" in choice.text or any("\x00" in (e.get("token") or "") for e in choice.logprobs or []):

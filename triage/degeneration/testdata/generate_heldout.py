@@ -87,6 +87,55 @@ PROMPTS = [
     "Give me a motivational quote.",
 ]
 
+# A second, fresh set of prompts (``--set 2``): the held-out test of a later round, written before
+# its outputs were seen (the first set's test part had by then been looked at).
+PROMPTS_2 = [
+    "Write a Python script that renames all files in a folder to lowercase.",
+    "Write a SQL query that finds the top 5 customers by total orders.",
+    "Write a JavaScript function that debounces another function.",
+    "Write a Rust function that reverses a vector.",
+    "Write a Dockerfile for a Flask app.",
+    "Write a Makefile for a small C project.",
+    "Write an HTML page with a contact form.",
+    "Write an HTML page that lists three recipes with their ingredients.",
+    "Write nested HTML menus for a hardware store's categories.",
+    "Write an SVG drawing of a house.",
+    "List 12 fruits and their colors.",
+    "Give me 8 tips for better sleep.",
+    "List the planets of the solar system in order.",
+    "Count from 1 to 15 in Spanish.",
+    "Give me a packing list for a beach holiday.",
+    "List the steps to make a cup of tea.",
+    "Make a markdown table of five programming languages and their creators.",
+    "Write a JSON list of 6 books with title, author and year.",
+    "Create a CSV of 10 cities with their population.",
+    "Write a TOML config for a command-line tool.",
+    "Write a JSON schema for a user profile with nested address fields.",
+    "Make a table of the first 10 powers of 2.",
+    "Write a short story about a lighthouse keeper.",
+    "Tell me a story about a fox who learns to share.",
+    "Write a fairy tale about a clockmaker.",
+    "Write a science fiction story set on Mars.",
+    "Write a poem about the sea at dawn.",
+    "Write a song about a long road trip with a chorus.",
+    "Write a haiku sequence about winter.",
+    "Write a poem where every stanza ends with 'and the bells ring on'.",
+    "Explain how the internet works.",
+    "Explain why the sea is salty.",
+    "How do airplanes stay in the air?",
+    "Explain what inflation is.",
+    "What is the difference between weather and climate?",
+    "Explain how a compiler works.",
+    "What is the capital of Japan?",
+    "Recommend three movies for a rainy day.",
+    "How do I make a paper airplane?",
+    "Write a short apology email to a customer.",
+    "Write a job interview between an interviewer and a candidate.",
+    "Say 'thank you' in ten languages.",
+    "Give me a fun fact about octopuses.",
+    "Summarize the story of Cinderella.",
+]
+
 # (temperature, mode, max_tokens) — every prompt runs under each.
 SETTINGS = [
     (0.0, "normal", 300),
@@ -106,6 +155,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).with_name("heldout_raw.jsonl")))
     ap.add_argument("--limit", type=int, default=0, help="only the first N jobs (a quick look)")
     ap.add_argument("--batch", type=int, default=48)
+    ap.add_argument("--set", type=int, default=1, choices=(1, 2), help="the prompt set (2: PROMPTS_2, other seeds)")
     args = ap.parse_args(argv)
 
     import torch
@@ -130,11 +180,12 @@ def main(argv=None) -> int:
     engine._sample_and_emit = masked
 
     jobs = []
+    prompts, prefix, salt = (PROMPTS, "p", 0) if args.set == 1 else (PROMPTS_2, "q", 104729)
     for si, (temp, mode, max_tokens) in enumerate(SETTINGS):
-        for pi, prompt in enumerate(PROMPTS):
-            jid = f"p{pi:02d}-t{temp:g}-{mode}"
+        for pi, prompt in enumerate(prompts):
+            jid = f"{prefix}{pi:02d}-t{temp:g}-{mode}"
             decode = ("stripped" if (pi + si) % 2 == 0 else "marked") if mode == "no_stop" else "stripped"
-            jobs.append((jid, prompt, temp, mode, decode, 7919 * si + pi, max_tokens))
+            jobs.append((jid, prompt, temp, mode, decode, salt + 7919 * si + pi, max_tokens))
     if args.limit:
         jobs = jobs[:args.limit]
 
