@@ -271,6 +271,9 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
         elif run >= minimum:
             a = M.line_char_offset(text, start_line)
             b = _end_of_run(text, a, line, run)
+            if (run < T.line_run_strong and (b - a) < T.line_run_min_coverage * len(text)
+                    and not (runaway and not text[b:].strip())):
+                continue
             reasons.append(Reason("line_run", f"{kind}line repeated {run}× in a row: “{_short(line, 60)}”",
                                   T.sev_line_run, (a, b)))
             highlights.append(Highlight(a, b, "line_run", f"{run}× same line"))
@@ -623,6 +626,7 @@ def _counting_loop(text: str, toks, T: Thresholds, runaway: bool, n_requested, r
             continue
         # the longest counting suffix (halving): a few real items may come before the counter
         # took over (``7 × 3, 7 × 9, … then 7 × 8, 7 × 8, …``)
+        first0, whole0 = first, whole
         while True:
             cols = C.columns(text, toks.starts, toks.ends, toks.is_number, first, period, whole, mixed)
             if cols.counting or whole < 2 * T.count_words_min_copies:
@@ -630,7 +634,14 @@ def _counting_loop(text: str, toks, T: Thresholds, runaway: bool, n_requested, r
             half = whole // 2
             first += (whole - half) * period
             whole = half
-        if not cols.counting:
+        past = (not cols.counting and n_req is not None and period >= 2
+                and whole0 > n_req * T.count_request_factor + T.count_request_slack)
+        if past:
+            # one template far past the count asked for, whatever its numbers do (48 numbers
+            # when 20 were asked): the counter is not the point, the count is
+            first, whole = first0, whole0
+            cols = C.columns(text, toks.starts, toks.ends, toks.is_number, first, period, whole, mixed)
+        elif not cols.counting:
             continue
         a = int(toks.starts[first])
         b = int(toks.ends[first + whole * period - 1])
@@ -649,6 +660,8 @@ def _counting_loop(text: str, toks, T: Thresholds, runaway: bool, n_requested, r
         if (n_req is None or far) and not cols.computed:
             fire = fire or (runaway and whole >= T.count_runaway_min_copies)
         fire = fire or (far and not in_code)
+        if past and not far:
+            fire = False
         unit = text[int(toks.starts[first + (whole - 1) * period]):b]
         if fire and requested(unit, whole):
             fire = False
@@ -656,11 +669,17 @@ def _counting_loop(text: str, toks, T: Thresholds, runaway: bool, n_requested, r
                 "start_char": a, "prose_words": words, "requested_count": n_req, "in_code": in_code,
                 **cols.to_dict()}
         asked = f"; the request asked for {n_req}" if n_req is not None else ""
-        msg = (f"counting loop: {whole} items of one template (period {period} tokens) from char {a}, "
-               f"{_pct(cov)} of the response, in which only a counter changes ({cols.counters} counter, "
-               f"{cols.constants} constant number columns{', last value ' + str(cols.last_counter) if cols.last_counter is not None else ''})"
-               f"{asked} — “{_short(unit, 60)}”")
-        got = {"fire": fire, "info": info, "message": msg, "span": (a, b), "label": f"{whole} items, counter only"}
+        if past:
+            msg = (f"counting loop: {whole} items of one template (period {period} tokens) from char {a}, "
+                   f"{_pct(cov)} of the response, far past the {n_req} the request asked for — “{_short(unit, 60)}”")
+        else:
+            msg = (f"counting loop: {whole} items of one template (period {period} tokens) from char {a}, "
+                   f"{_pct(cov)} of the response, in which only a counter changes ({cols.counters} counter, "
+                   f"{cols.constants} constant number columns{', last value ' + str(cols.last_counter) if cols.last_counter is not None else ''})"
+                   f"{asked} — “{_short(unit, 60)}”")
+        info["past_request"] = past
+        got = {"fire": fire, "info": info, "message": msg, "span": (a, b),
+               "label": f"{whole} items" + ("" if past else ", counter only")}
         if fire:
             return got
         best = best or got

@@ -28,9 +28,12 @@ MAX_COPIES = 256      # copies examined (the last ones): enough to know a column
 _NUM = r"\d{1,5}|" + "|".join(sorted((re.escape(w) for w in _NUMBER_WORDS if w not in ("twice", "thrice")),
                                      key=len, reverse=True))
 # "15 countries", "ten ways", "a list of 20 users", "top 5", "the first 12", "1 to 20", "up to 100"
+# (a duration, a measure or a multiplier is not a number of items: "for 2 years", "5 times")
+_UNITS = ("years|months|weeks|days|hours|minutes|seconds|times|percent|dollars|euros|pounds|miles|meters|metres|"
+          "kilometers|kilometres|degrees|grams|kilograms|kg|lbs|bytes|bits|points|steps ahead")
 _COUNT_RE = re.compile(
-    rf"\b(?:(?:top|first|last|up to|to|until|through|thru)\s+(?P<a>{_NUM})\b"
-    rf"|(?P<b>{_NUM})\s+(?:[a-z][\w'-]*\s+){{0,3}}?[a-z][\w'-]*s\b)", re.I)
+    rf"\b(?:(?:top|first|last|up to|to|until|through|thru)\s+(?P<a>{_NUM})\b(?![\^.,]\d|\^)"
+    rf"|(?P<b>{_NUM})\s+(?!(?:{_UNITS})\b)(?:[a-z][\w'-]*\s+){{0,3}}?[a-z][\w'-]*s\b)", re.I)
 
 
 @dataclass

@@ -939,6 +939,8 @@ def _in_spans(pos: int, spans) -> bool:
 
 def _in_inline_code(text: str, pos: int) -> bool:
     line_start = text.rfind("\n", 0, pos) + 1
+    if text[line_start:pos].strip() in ("```", "~~~", "````"):
+        return False  # (right after a code fence: a role glued to the fence, not inline code)
     return text.count("`", line_start, pos) % 2 == 1
 
 

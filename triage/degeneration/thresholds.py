@@ -82,6 +82,11 @@ class Thresholds:
     """4 identical consecutive non-blank lines of prose/content.  Poems and songs repeat a line
     twice, rarely three times in a row; code, CSV and tables almost never repeat a content line
     verbatim consecutively."""
+    line_run_min_coverage: float = 0.15
+    line_run_strong: int = 8
+    """…covering ≥ 15 % of the response, or reaching its end at max_tokens, unless it is ≥ 8
+    lines: four identical rows in a long answer that then moves on is a slip, not a loop (the
+    labelling rule of the held-out set)."""
     line_run_min_chars: int = 12
     """Lines shorter than 12 characters (``},`` ``end`` ``</div>`` ``---`` ``|`` a one-word line)
     are *structural* and legitimately repeat in runs (closing braces of nested code, closing tags
@@ -192,8 +197,8 @@ class Thresholds:
     near_min_copies: float = 4.0
     """…in ≥ 4 rotations (echoes per rotation + 1): a knock-knock joke tells its block three times."""
     near_max_novel_share: float = 0.1
-    near_runaway_max_novel_share: float = 0.2
-    """…and at most 10 % of the echoes bring a word not seen before (20 % when the response hit
+    near_runaway_max_novel_share: float = 0.15
+    """…and at most 10 % of the echoes bring a word not seen before (15 % when the response hit
     max_tokens).  A loop re-uses its words (calm / still); verses of a song and parallel list
     items bring a new one each (Old MacDonald's animals: ~40 % of its echoing lines; a cumulative
     rhyme that stops by itself: ~14 %)."""
