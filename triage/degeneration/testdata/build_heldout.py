@@ -16,6 +16,10 @@ labeller's shape of a degenerate item (``invented_turn_stripped``, ``counting_lo
 
 The split (field ``split``) is fixed by a hash of the id, half ``tune`` and half ``test``:
 thresholds may be tuned on ``tune`` only; ``test`` is reported, never tuned on.
+
+``--set 2`` builds ``heldout2.jsonl``: the outputs of the second prompt set
+(``generate_heldout.py --set 2``), all of it a test set for the second round of tuning, whose
+tuning data was all of ``heldout.jsonl``.
 """
 
 from __future__ import annotations
@@ -33,11 +37,18 @@ def split_of(item_id: str) -> str:
     return "test" if hashlib.sha256(item_id.encode()).digest()[0] % 2 else "tune"
 
 
-def main() -> int:
-    labels = json.loads((HERE / "heldout_labels.json").read_text(encoding="utf-8"))
+def main(argv=None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--set", type=int, default=1, choices=(1, 2),
+                    help="2: heldout2.jsonl from heldout2_raw.jsonl + heldout2_labels.json, all of it `test`")
+    args = ap.parse_args(argv)
+    stem = "heldout" if args.set == 1 else "heldout2"
+    labels = json.loads((HERE / f"{stem}_labels.json").read_text(encoding="utf-8"))
     items = []
     missing = []
-    with open(HERE / "heldout_raw.jsonl", encoding="utf-8") as f:
+    with open(HERE / f"{stem}_raw.jsonl", encoding="utf-8") as f:
         for line in f:
             r = json.loads(line)
             lab = labels.get(r["id"])
@@ -47,7 +58,7 @@ def main() -> int:
             iid = f"model/{r['id']}"
             items.append({
                 "id": iid, "class": f"model_{r['mode']}", "shape": lab["shape"], "label": bool(lab["label"]),
-                "split": split_of(iid),
+                "split": split_of(iid) if args.set == 1 else "test",
                 "source": (f"SmolLM2-135M-Instruct (bundled engine), T={r['temperature']:g}, mode {r['mode']}, "
                            f"decode {r['decode']}, seed {r['seed']}, max_tokens {r['max_tokens']} "
                            f"(generate_heldout.py)"),
@@ -58,18 +69,19 @@ def main() -> int:
     if missing:
         print(f"{len(missing)} raw outputs have no label: {missing[:5]}…", file=sys.stderr)
         return 1
-    written = HERE / "heldout_written.jsonl"
-    with open(written, encoding="utf-8") as f:
-        for line in f:
-            w = json.loads(line)
-            w["split"] = split_of(w["id"])
-            w.setdefault("source", "written by an agent that never saw the detector (heldout_written.py)")
-            items.append(w)
-    with open(OUT, "w", encoding="utf-8") as f:
+    if args.set == 1:
+        with open(HERE / "heldout_written.jsonl", encoding="utf-8") as f:
+            for line in f:
+                w = json.loads(line)
+                w["split"] = split_of(w["id"])
+                w.setdefault("source", "written by an agent that never saw the detector (heldout_written.py)")
+                items.append(w)
+    out = OUT if args.set == 1 else HERE / "heldout2.jsonl"
+    with open(out, "w", encoding="utf-8") as f:
         for it in items:
             f.write(json.dumps(it, ensure_ascii=False) + "\n")
     n_test = sum(it["split"] == "test" for it in items)
-    print(f"{len(items)} items ({n_test} test, {len(items) - n_test} tune) -> {OUT}")
+    print(f"{len(items)} items ({n_test} test, {len(items) - n_test} tune) -> {out}")
     return 0
 
 
