@@ -27,7 +27,11 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 	@touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
-	$(PIP) install -e '.[dev]'
+	@# llama.cpp (llama-cpp-python) builds from its sdist for a portable AVX2 baseline: the native
+	@# build's AVX-512/AMX kernels crash (SIGSEGV on a chat completion) on the AMX Xeons this
+	@# machine kind sometimes is. CMAKE_ARGS set by the caller win.
+	CMAKE_ARGS="$${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF}" \
+	  $(PIP) install -e '.[dev]'
 	@# Browser tests drive Debian's Chromium (Playwright's own browser download fails here).
 	@if { [ ! -x /usr/bin/chromium ] || ! command -v docker-compose >/dev/null; } && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium docker-compose) \
