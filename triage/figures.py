@@ -38,8 +38,9 @@ def arm_color(name: str, role: str | None = None) -> str:
 
 def _layout(fig: go.Figure, title: str, x: str, y: str, *, height: int = 360) -> go.Figure:
     fig.update_layout(title=dict(text=title, x=0.01, xanchor="left"), xaxis_title=x, yaxis_title=y,
-                      height=height, margin=dict(l=60, r=20, t=50, b=50), font=FONT, template="plotly_white",
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0))
+                      height=height, autosize=True, margin=dict(l=60, r=20, t=80, b=50), font=FONT,
+                      template="plotly_white", showlegend=True,
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0.0))
     return fig
 
 
@@ -178,5 +179,6 @@ def counts_bar(counts: list[tuple[str, int]], *, title: str, x: str, y: str = "t
     values = [c[1] for c in counts][::-1]
     fig = go.Figure(go.Bar(x=values, y=labels, orientation="h", marker_color=color, name=y,
                            hovertemplate="%{y}: %{x}<extra></extra>"))
-    fig.update_layout(showlegend=False)
-    return _layout(fig, title, y, x, height=max(220, 70 + 28 * len(counts)))
+    _layout(fig, title, y, x, height=max(220, 70 + 28 * len(counts)))
+    fig.update_layout(showlegend=False, margin=dict(t=50))  # (one series: the axis says what it is)
+    return fig

@@ -2,10 +2,11 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from triage import views, views_experiments
+from triage import views, views_experiments, views_overview
 
 urlpatterns = [
-    path("", views.TranscriptListView.as_view(), name="transcript-list"),
+    path("", views_overview.overview_view, name="overview"),
+    path("transcripts/", views.TranscriptListView.as_view(), name="transcript-list"),
     path("transcripts/<int:pk>/", views.TranscriptDetailView.as_view(), name="transcript-detail"),
     path("transcripts/<int:pk>/flags/", views.flag_create_view, name="transcript-flag"),
     path("transcripts/<int:pk>/flags/<int:flag_id>/status/", views.flag_status_view, name="flag-status"),

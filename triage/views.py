@@ -15,7 +15,8 @@ from triage.models import Flag, Transcript
 from triage.experiments import selectors as experiment_selectors
 from triage.roles import can_experiment, can_flag
 
-LIST_FILTERS = {"degenerate": bool, "flagged": bool, "model": str, "kernel_profile": str, "flag_status": str, "q": str}
+LIST_FILTERS = {"degenerate": bool, "flagged": bool, "model": str, "kernel_profile": str, "flag_status": str, "q": str,
+                "reason": str}
 
 
 def _list_filters(params) -> dict:

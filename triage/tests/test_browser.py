@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
 from triage.models import Flag, Transcript
-from triage.roles import OPS
+from triage.roles import OPS, ensure_groups
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -14,6 +14,7 @@ HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned
 
 
 def test_login_list_and_detail_in_a_real_browser(live_server, browser):
+    ensure_groups()  # (an earlier transactional test may have flushed the migrations' groups)
     user = get_user_model().objects.create_user("ops1", password="correct-horse-battery")
     user.groups.add(Group.objects.get(name=OPS))
     transcript = Transcript.objects.create(
@@ -32,6 +33,8 @@ def test_login_list_and_detail_in_a_real_browser(live_server, browser):
         page.fill("input[name=username]", "ops1")
         page.fill("input[name=password]", "correct-horse-battery")
         page.click("button[type=submit]")
+        page.wait_for_selector("h1:has-text('Overview')")  # the landing page
+        page.click("nav >> text=Transcripts")
         page.wait_for_selector("table.list")
         assert page.locator("table.list tbody tr").count() == 1
         assert "degenerate" in page.inner_text("table.list")

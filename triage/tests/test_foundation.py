@@ -85,7 +85,7 @@ def test_logged_in_user_sees_transcript_list(client):
     Transcript.objects.create(source="s", request_id="visible-1", content_hash="h", response="hello <b>x</b>")
     user = get_user_model().objects.create_user("ella", password="pw-ella-12345")
     client.force_login(user)
-    page = client.get("/")
+    page = client.get("/transcripts/")
     assert page.status_code == 200
     assert b"visible-1" in page.content
     assert b"hello &lt;b&gt;x&lt;/b&gt;" in page.content  # escaped, never rendered as markup
