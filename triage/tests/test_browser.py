@@ -10,7 +10,8 @@ from triage.roles import OPS, ensure_groups
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned=2">' + "</div>" * 50
+HOSTILE = ('<script>window.__pwned = 1</script><img src=x onerror="window.__pwned=2">'
+           '<a href="javascript:alert(1)">click me</a> <script>alert(1)</script>' + "</div>" * 50)
 
 
 def test_login_list_and_detail_in_a_real_browser(live_server, browser):
@@ -23,6 +24,8 @@ def test_login_list_and_detail_in_a_real_browser(live_server, browser):
         reasons=[{"message": "tail loop: period 1 tokens ×50"}],
     )
     page = browser.new_page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     try:
         page.goto(live_server.url + "/")
         assert "/accounts/login/" in page.url
@@ -43,6 +46,10 @@ def test_login_list_and_detail_in_a_real_browser(live_server, browser):
         assert page.evaluate("window.__pwned") is None  # the script never ran
         shown = page.inner_text(".turn.response pre")
         assert shown.startswith("<script>window.__pwned = 1</script>")
+        assert '<a href="javascript:alert(1)">click me</a>' in shown  # shown as text, not a link
+        assert page.locator(".turn.response a").count() == 0
+        page.click(".turn.response pre")  # clicking the text opens nothing
+        assert dialogs == []
         assert "tail loop" in page.inner_text("section.verdict")
         assert f"/transcripts/{transcript.pk}/" in page.url
 
