@@ -72,3 +72,35 @@ def test_login_list_and_detail_in_a_real_browser(live_server, browser):
         assert flag.status == "investigating"
     finally:
         page.close()
+
+
+def test_the_queue_moves_with_j_k_and_opens_with_o_and_f(live_server, browser):
+    ensure_groups()
+    user = get_user_model().objects.create_user("ops2", password="correct-horse-battery")
+    user.groups.add(Group.objects.get(name=OPS))
+    for i in range(3):
+        Transcript.objects.create(source="s", request_id=f"queue-{i}", content_hash=f"q{i}", model="m", response="r")
+    page = browser.new_page()
+    try:
+        page.goto(live_server.url + "/accounts/login/?next=/transcripts/")
+        page.fill("input[name=username]", "ops2")
+        page.fill("input[name=password]", "correct-horse-battery")
+        page.click("button[type=submit]")
+        page.wait_for_selector("table.queue tr.row")
+        page.keyboard.press("j")
+        page.keyboard.press("j")
+        page.keyboard.press("k")
+        page.keyboard.press("j")
+        selected = page.locator("table.queue tr.selected")
+        assert selected.count() == 1 and "queue-1" in selected.inner_text()  # newest first: 2, 1, 0
+        page.keyboard.press("o")
+        page.wait_for_selector("h1:has-text('queue-1')")
+        page.go_back()
+        page.wait_for_selector("table.queue tr.row")
+        page.keyboard.press("j")
+        page.keyboard.press("f")
+        page.wait_for_selector("#flag")
+        assert page.url.endswith("#flag") and "queue-2" in page.inner_text("h1")
+        page.wait_for_function("document.activeElement && document.activeElement.name === 'reason'")  # ready to flag
+    finally:
+        page.close()
