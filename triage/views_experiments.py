@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import plotly
+from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -95,8 +96,12 @@ def _word_diff(a: str, b: str, limit: int = 4000) -> list[dict]:
 
 
 def _context(request, experiment: Experiment) -> dict:
-    detail = selectors.experiment_detail(experiment=experiment)
+    # (while it runs the page shows progress only: no KL positions to load on every poll)
+    with_positions = experiment.status not in RUNNING
+    detail = selectors.experiment_detail(experiment=experiment, positions=with_positions)
     running = detail["status"] in RUNNING
+    if not running and not with_positions:  # (it ended meanwhile)
+        detail = selectors.experiment_detail(experiment=experiment)
     ctx = {"e": detail, "running": running, "can_experiment": can_experiment(request.user)}
     if not running:
         samples = list(selectors.experiment_samples(experiment=experiment))
@@ -191,7 +196,6 @@ def experiment_start_view(request, transcript_pk: int):
             return redirect("experiment-detail", pk=experiment.pk)
         except ExperimentInputError as exc:
             errors.extend(f"{k}: {v}" for k, v in exc.errors.items())
-    from django.contrib import messages
     messages.error(request, "Experiment not started — " + "; ".join(errors))
     return redirect("transcript-detail", pk=transcript.pk)
 
