@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,7 +19,7 @@ VERSION = "3"  # 3: bare role lines, counting loops, near-verbatim loops, nestin
 # 2: repeat runs, character loops, CJK tokens, requested repetition (session 6)
 
 LOOP_CODES = ("tail_loop", "fuzzy_loop", "counting_loop", "near_verbatim_loop", "repeat_run", "line_run",
-              "char_loop", "nesting", "runaway_repetition")
+              "char_loop", "symbol_flood", "nesting", "runaway_repetition")
 
 
 @dataclass
@@ -148,7 +149,9 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
     # ---- tail loop ---------------------------------------------------------------------------
     # the last token may be a fragment of a word cut by max_tokens only if it is a word token
     # that ends the text
-    last_may_be_cut = L > 0 and int(toks.ends[-1]) == len(text) and (text[-1].isalnum() or text[-1] == "_")
+    # (or a U+FFFD: a multi-byte character whose bytes max_tokens cut)
+    last_may_be_cut = L > 0 and int(toks.ends[-1]) == len(text) and (
+        text[-1].isalnum() or text[-1] == "_" or text[-1] == "\ufffd")
     loop = M.tail_loop_tolerant(ids, last_may_be_cut)
     loop_info = None
     loop_char = None
@@ -257,6 +260,22 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                 highlights.append(Highlight(*cl["span"], "loop", cl["label"]))
                 loop_fired = True
 
+    # ---- a list far past the count asked for (``12 fruits`` answered with 33 until max_tokens) --
+    if not loop_fired and ("\n" in text) and n_requested() is not None:
+        n_req = n_requested()
+        run = C.longest_item_run(text)
+        if run is not None:
+            mt["item_run"] = {**run.to_dict(), "requested_count": n_req}
+            over = run.items > n_req * T.count_request_factor and run.items >= n_req + T.list_overrun_min_extra
+            going = runaway and not text[run.end:].strip()  # (still listing when max_tokens cut it)
+            if over and (runaway or run.items >= T.list_overrun_factor * n_req):
+                reasons.append(Reason(
+                    "counting_loop", f"list overrun: {run.items} items from char {run.start} where the request "
+                    f"asked for {n_req}" + ("; still listing when the response hit max_tokens" if going else ""),
+                    T.sev_counting_loop, (run.start, run.end)))
+                highlights.append(Highlight(run.start, run.end, "loop", f"{run.items} items for {n_req}"))
+                loop_fired = True
+
     # ---- lines -------------------------------------------------------------------------------
     ls = M.line_stats(text, T.line_run_min_chars)
     mt["lines"] = {"lines": ls.lines, "duplicate_share": _r(ls.duplicate_share), "longest_run": ls.run,
@@ -330,6 +349,22 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                 highlights.append(Highlight(cl.start, len(text), "loop", f"{cl.period} chars ×{cl.copies:.0f}"))
                 loop_fired = True
 
+    # ---- a flood of a few symbols at the end (emoji repeated until max_tokens) ------------------
+    if not loop_fired and runaway:
+        sf = M.symbol_tail_run(text)
+        if sf is not None:
+            mt["symbol_flood"] = sf
+            if sf["symbols"] >= T.symbol_flood_min and sf["symbols"] >= T.symbol_flood_per_kind * sf["kinds"]:
+                if requested(text[sf["start"]:], sf["symbols"]):
+                    exempted.append("symbol_flood")
+                else:
+                    reasons.append(Reason(
+                        "symbol_flood", f"symbol flood: {sf['symbols']} symbols of {sf['kinds']} kinds "
+                        f"(“{sf['top']}” ×{sf['top_count']}) fill the last {len(text) - sf['start']} characters until "
+                        f"max_tokens", T.sev_char_loop, (sf["start"], len(text))))
+                    highlights.append(Highlight(sf["start"], len(text), "loop", f"{sf['symbols']} symbols"))
+                    loop_fired = True
+
     # ---- near-verbatim loop (echoes of recent sentences or lines) ------------------------------
     # (cheap first: enough lines and sentences for the stretch to exist at all)
     n_nl = text.count("\n")
@@ -349,25 +384,37 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
         prose, vocab = _prose_and_vocab(toks, tok_cp, apart)
         er = NV.echo_run(ids[base:], prose[base:], vocab[base:], toks.is_number[base:], bounds, window=T.near_window,
                          threshold=T.near_similarity, min_segments=3, min_repeats=0 if runaway else 1,
-                         near_repeat=T.near_repeat_similarity, blind=number_blind()[base:])
+                         near_repeat=T.near_repeat_similarity, blind=number_blind()[base:],
+                         stops=_STOP_CP[np.minimum(tok_cp[base:], 127)])
         if er is not None:
             info = er.to_dict(toks.starts[base:], toks.ends[base:])
             cov = er.tokens / L
             info["coverage"] = _r(cov)
             mt["near_verbatim"] = info
+            # at the end: on the last content segment, or before a last sentence max_tokens cut
+            at_end = er.at_end or (runaway and "\n" not in text[info["end_char"]:].strip()
+                                   and not _SENTENCE_END_RE.search(text, info["end_char"] + 1))
+            info["at_end"] = at_end
             long_segments = er.mean_tokens >= T.near_long_segment_tokens
-            enough = (er.tokens >= T.near_min_tokens and (cov >= T.near_min_coverage or (runaway and er.at_end))
+            enough = (er.tokens >= T.near_min_tokens and (cov >= T.near_min_coverage or (runaway and at_end))
                       and (er.echoes >= T.near_min_echoes and er.copies >= T.near_min_copies
                            or long_segments and er.echoes >= 2 and er.copies >= T.near_long_min_copies))
+            # still in a rotation said word for word when max_tokens cut it
+            cut_rotation = (runaway and at_end and er.echoes >= T.near_cut_min_echoes and er.copies >= 2
+                            and er.repeat_share >= T.near_cut_min_repeat_share and er.novel_share == 0)
+            enough = enough or cut_rotation
             strong = (er.echoes >= T.near_strong_echoes and cov >= T.near_strong_coverage
                       and er.copies >= T.near_min_copies)
             dry = er.novel_share <= (T.near_runaway_max_novel_share if runaway else T.near_max_novel_share)
             same = (er.repeat_share >= T.near_min_repeat_share
-                    or (runaway and er.at_end and er.novel_share <= T.near_max_novel_share))
+                    or (runaway and at_end and er.novel_share <= T.near_max_novel_share))
             if not loop_fired and (enough or strong) and dry and same:
                 a, b = info["start_char"], info["end_char"]
                 n_req = n_requested()
-                if not requested(text[a:b], er.echoes) and not (n_req is not None and er.copies <= n_req + 1):
+                # (N rounds asked for: at most N + 1 copies that the model finished are the answer;
+                # a rotation still running when max_tokens cut it is not known to stop at N)
+                asked_for = n_req is not None and er.copies <= n_req + 1 and not (runaway and at_end)
+                if not requested(text[a:b], er.echoes) and not asked_for:
                     reasons.append(Reason(
                         "near_verbatim_loop",
                         f"near-verbatim loop: {er.echoes} of {er.segments} sentences/lines from char {a} echo one "
@@ -418,18 +465,20 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
 
     # ---- runaway with near-repetition --------------------------------------------------------
     if runaway:  # (computed only here: it costs a sort and only matters for a runaway)
-        tail_rep8, window = M.tail_repeat(ids, 8)
+        tail_rep8, window, tail_twice8 = M.tail_repeat(ids, 8)
         tail_words = toks.is_word[L - window - 7:]
         word_share = np.count_nonzero(tail_words) / tail_words.size if L >= 8 and window else 0.0
         mt["tail_repeat_8"] = _r(tail_rep8)
+        mt["tail_third_saying_8"] = _r(tail_twice8)
         mt["tail_word_share"] = _r(word_share)
-        if not loop_fired and L >= T.runaway_window_min_tokens and (
+        if not loop_fired and L >= T.runaway_window_min_tokens and tail_twice8 >= T.runaway_min_third_saying and (
                 tail_rep8 >= T.runaway_any_repeat8
                 or (word_share >= T.runaway_prose_word_share and tail_rep8 >= T.runaway_prose_repeat8)):
             reasons.append(Reason(
                 "runaway_repetition",
                 f"hit max_tokens while repeating itself: {_pct(tail_rep8)} of the 8-token sequences in the last "
-                f"{window + 7} tokens had already appeared earlier in the response", T.sev_runaway_repetition,
+                f"{window + 7} tokens had already appeared earlier in the response ({_pct(tail_twice8)} at least "
+                f"twice)", T.sev_runaway_repetition,
                 (int(toks.starts[L - window - 7]), len(text))))
         reasons.append(Reason("runaway", "finish_reason=length: the response hit max_tokens", T.sev_runaway))
 
@@ -467,7 +516,8 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
         pos, role, rest, how = cf["bare_roles"][0]
         what = {"request": "a user turn with a request", "dialogue": "a user turn answered by an invented "
                 "assistant turn", "answer": f"a second {role} turn", "system": "a system turn",
-                "empty": "empty turns (role headers one after the other to the end)"}.get(how, f"a {role} turn")
+                "empty": "empty turns (role headers one after the other to the end)",
+                "headers": "turn headers one after the other, then a turn"}.get(how, f"a {role} turn")
         reasons.append(Reason("confabulated_turn",
                               f"confabulated turn: the line {role!r} at char {pos} is a chat-template role whose "
                               f"markers were stripped, opening {what} the conversation does not have: "
@@ -635,7 +685,8 @@ def _counting_loop(text: str, toks, T: Thresholds, runaway: bool, n_requested, r
             first += (whole - half) * period
             whole = half
         past = (not cols.counting and n_req is not None and period >= 2
-                and whole0 > n_req * T.count_request_factor + T.count_request_slack)
+                and whole0 > n_req * T.count_request_factor + T.count_request_slack
+                and C.prose_words(_token_texts(text, toks, first0, first0 + period)) >= 1)  # (a template, not numbers)
         if past:
             # one template far past the count asked for, whatever its numbers do (48 numbers
             # when 20 were asked): the counter is not the point, the count is
@@ -738,6 +789,11 @@ def _prose_and_vocab(toks, first: np.ndarray | None = None,
     return prose, vocab
 
 
+_SENTENCE_END_RE = re.compile(r"[.!?。！？][\s\"')\]]")
+_STOP_CP = np.zeros(128, dtype=bool)
+_STOP_CP[[33, 46, 63]] = True  # "!" "." "?"
+
+
 _TAGISH = np.zeros(256, dtype=bool)
 _TAGISH[[60, 47]] = True   # "<" "/"
 _NO_INDEX = np.zeros(0, dtype=np.int64)
@@ -771,10 +827,12 @@ def _token_texts(text: str, toks, i: int, j: int) -> list[str]:
 
 
 def _structural(period_toks) -> bool:
-    """True when one copy of the loop is only markup / punctuation (tag names count as markup)."""
+    """True when one copy of the loop is only markup / punctuation (tag names count as markup).
+    Emoji and other symbols (category So) are content: nothing nests them."""
     prev = ""
     for t in period_toks:
-        if (t[0].isalnum() or t[0] == "_") and prev not in ("<", "/"):
+        if ((t[0].isalnum() or t[0] == "_") and prev not in ("<", "/")) or (
+                t[0] > "\u2000" and unicodedata.category(t[0]) == "So"):
             return False
         prev = t
     return True

@@ -146,3 +146,51 @@ def prose_words(toks: list[str]) -> int:
         elif not in_tag and len(t) > 1 and t.isalpha():
             n += 1
     return n
+
+
+# A list item: a number, a bullet or a ``key:`` label at the start of a line, then its text.
+_ITEM_RE = re.compile(r"^(?P<ind>[ \t]*)(?:(?P<num>\d{1,4})[.)]|(?P<bul>[-*\u2022+])|(?P<key>[A-Za-z][\w-]{0,30}:))[ \t]+\S",
+                      re.M)
+
+
+@dataclass
+class ItemRun:
+    items: int   # items of one kind at one indentation, back to back (blank and deeper lines between)
+    start: int   # character offsets of the run
+    end: int
+
+    def to_dict(self) -> dict:
+        return {"items": self.items, "start_char": self.start, "end_char": self.end}
+
+
+def longest_item_run(text: str) -> ItemRun | None:
+    """The longest run of list items of one kind (numbered, one bullet character, or ``key:``
+    labels) at one indentation.  Blank lines and lines indented deeper (an item's continuation,
+    its sub-items) do not break a run; any other line does.  Linear: one pass over the items."""
+    best = None
+    cur_kind, cur_n, cur_start, cur_end = None, 0, 0, 0
+    for m in _ITEM_RE.finditer(text):
+        ind = m.group("ind").expandtabs(4)
+        kind = (len(ind), "num" if m.group("num") else m.group("bul") or "key")
+        line_end = text.find("\n", m.start())
+        line_end = len(text) if line_end < 0 else line_end
+        if cur_kind == kind and _only_deeper_between(text, cur_end, m.start(), len(ind)):
+            cur_n += 1
+        else:
+            cur_kind, cur_n, cur_start = kind, 1, m.start()
+        cur_end = line_end
+        if best is None or cur_n > best.items:
+            best = ItemRun(cur_n, cur_start, cur_end)
+        elif cur_n == best.items and best.start == cur_start:
+            best.end = cur_end
+    return best
+
+
+def _only_deeper_between(text: str, a: int, b: int, indent: int) -> bool:
+    """Between offsets a and b, only blank lines or lines indented deeper than ``indent``."""
+    for line in text[a:b].split("\n")[1:-1] if b - a < 4096 else (None,):
+        if line is None:
+            return False
+        if line.strip() and len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip()) <= indent:
+            return False
+    return True

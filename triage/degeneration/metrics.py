@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 import zlib
 from collections import Counter
 from dataclasses import dataclass
@@ -281,28 +282,34 @@ def ngram_stats(ids: np.ndarray, max_n: int = 4) -> dict:
     return out
 
 
-def tail_repeat(ids: np.ndarray, n: int = 4, window: int | None = None) -> tuple[float, int]:
+def tail_repeat(ids: np.ndarray, n: int = 4, window: int | None = None) -> tuple[float, int, float]:
     """Share of the n-grams in the last ``window`` tokens (default: the last quarter, at least 64)
     that already occurred EARLIER in the response – "is the end of the response re-saying what it
-    already said?"  Returns (share, number of n-grams in the window)."""
+    already said?" – and the share that occurred at least TWICE earlier (a third saying: a second
+    copy of a passage is not yet a loop).  Returns (share, number of n-grams in the window,
+    share seen twice)."""
     L = int(ids.size)
     count = L - n + 1
     if count <= 0:
-        return 0.0, 0
+        return 0.0, 0, 0.0
     if window is None:
         window = max(L // 4, 64)
     k = max(1, min(count, window - n + 1))
     g = _ngram_hashes(ids, n)   # (uint64 array arithmetic wraps around silently)
-    # an n-gram was seen before unless it is the first of its kind: the least index of each run of
-    # equal sorted values
-    order = g.argsort()
+    # within each run of equal sorted values (stable: by position) the first is the n-gram's first
+    # occurrence, the second its second
+    order = g.argsort(kind="stable")
     sg = g[order]
     head = np.empty(count, dtype=bool)
     head[0] = True
     np.not_equal(sg[1:], sg[:-1], out=head[1:])
-    seen = np.ones(count, dtype=bool)
-    seen[np.minimum.reduceat(order, head.nonzero()[0])] = False
-    return np.count_nonzero(seen[count - k:]) / k, k
+    starts = head.nonzero()[0]
+    rank = np.arange(count) - starts[np.cumsum(head) - 1]
+    seen = np.zeros(count, dtype=bool)
+    seen[order[rank >= 1]] = True
+    twice = np.zeros(count, dtype=bool)
+    twice[order[rank >= 2]] = True
+    return np.count_nonzero(seen[count - k:]) / k, k, np.count_nonzero(twice[count - k:]) / k
 
 
 def seq_rep(ids: np.ndarray, n: int) -> float:
@@ -705,6 +712,35 @@ def markup_balance(text: str) -> dict:
     return out
 
 
+_FLOOD_GLUE = frozenset(" \t\r\n|*_-~.,:;\u200d\ufe0f\ufffd")
+_SYMBOL_CATEGORIES = frozenset(("So", "Sk"))
+
+
+def symbol_tail_run(text: str, max_chars: int = 4096) -> dict | None:
+    """The stretch at the end of ``text`` made only of symbols (Unicode So / Sk: emoji, dingbats)
+    and what glues them (spaces, ``|``, zero-width joiners, a cut character): {"start", "symbols",
+    "kinds", "top", "top_count"}, or None when the text does not end in a symbol.  Scans at most
+    the last ``max_chars`` characters (backwards, stops at the first other character)."""
+    counts: dict[str, int] = {}
+    i = len(text)
+    stop = max(0, i - max_chars)
+    while i > stop:
+        c = text[i - 1]
+        if c in _FLOOD_GLUE:
+            i -= 1
+            continue
+        if c < "\u2000" or unicodedata.category(c) not in _SYMBOL_CATEGORIES:
+            break
+        counts[c] = counts.get(c, 0) + 1
+        i -= 1
+    if not counts:
+        return None
+    while i < len(text) and text[i] in _FLOOD_GLUE:
+        i += 1
+    top = max(counts, key=counts.get)
+    return {"start": i, "symbols": sum(counts.values()), "kinds": len(counts), "top": top, "top_count": counts[top]}
+
+
 def fence_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of fenced code blocks (an unclosed one runs to the end)."""
     spans = []
@@ -797,7 +833,12 @@ _REQUEST_START_RE = re.compile(
     r"^\W{0,3}(?:can|could|would|will|should|please|what|what's|whats|how|why|who|when|where|which|whose|is|are|"
     r"do|does|did|was|were|have|has|write|tell|give|explain|list|create|make|describe|show|help|translate|"
     r"summari[sz]e|generate|find|suggest|recommend|compare|define|calculate|convert|name|i|i'm|im|i've|i'd|my|"
-    r"hi|hello|hey|thanks|thank|now|also|and|ok|okay|great|yes|no|sure)\b", re.I)
+    r"hi|hello|hey|thanks|thank|now|also|and|ok|okay|great|yes|no|sure|"
+    # instructions as instruction-tuning data writes them: "Your response should …", "You're a …",
+    # "Rewrite …", a letter to work on ("Dear …"), "Imagine …", "Given …"
+    r"you|you're|your|dear|imagine|suppose|pretend|act|consider|given|let's|rewrite|edit|improve|solve|fix|"
+    r"review|analy[sz]e|draft|compose|design|implement|provide|rephrase|paraphrase|answer|complete|"
+    r"identify|classify|choose|pick|determine|evaluate|prove|simplify)\b", re.I)
 
 
 def template_roles(chat_template: str | None, messages) -> tuple[str, ...]:
@@ -869,12 +910,22 @@ def bare_role_turns(text: str, roles: tuple[str, ...], spans, convo_text: str, m
         return out
     if spans is None:
         spans = fence_spans(text)
-    hits = [h for h in hits if not _in_spans(h[0], spans) and not _in_inline_code(text, h[0])]
+    hits = [h for h in hits if not _in_spans(h[0], closed_spans(text, spans)) and not _in_inline_code(text, h[0])]
+    if _definition_list(text, hits):
+        return out
     later_answer = [h[0] for h in hits if h[1] in _ANSWER_ROLES]
     role_set = set(roles)
     for i, (pos, role, glued, end) in enumerate(hits):
         nxt = text[end:end + 600].lstrip("\r\n \t")
         first = nxt.split("\n", 1)[0].strip()
+        if first in role_set and i + 1 < len(hits) and _ends_turn(text, pos):
+            # role headers one after the other (``system`` / blank / ``user``: the template's
+            # turn headers with an empty system prompt), then the turn's text
+            after = text[hits[i + 1][3]:hits[i + 1][3] + 600].lstrip("\r\n \t")
+            words = _WORD_RE.findall(after.split("\n", 1)[0])
+            if len(words) >= min_words and not (convo_text and norm_words(after.split("\n", 1)[0])[:200] in convo_text):
+                out.append((pos, role, after.split("\n", 1)[0].strip()[:120], "headers"))
+                continue
         if len(_WORD_RE.findall(first)) < min_words:
             # empty turns: role headers with nothing in them, one after the other to the end of
             # the response (``user`` / ``system`` / ``user`` …): the model kept opening turns
@@ -908,6 +959,24 @@ def bare_role_turns(text: str, roles: tuple[str, ...], spans, convo_text: str, m
     return out
 
 
+def _definition_list(text: str, hits) -> bool:
+    """The role lines are the terms of a definition list (API or template docs): ≥ 2 different
+    roles after a line that introduces them (ending with ``:``), each followed by one line of
+    description and then a blank line or the next term."""
+    if len({h[1] for h in hits}) < 2 or not text[:hits[0][0]].rstrip().endswith(":"):
+        return False
+    for k, (pos, role, glued, end) in enumerate(hits):
+        if glued:
+            return False
+        nxt = hits[k + 1][0] if k + 1 < len(hits) else len(text)
+        body = text[end:nxt].strip("\r\n \t")
+        if not body or "\n\n" in body.strip() or body.count("\n") > 1 or len(_WORD_RE.findall(body)) > 30:
+            return False
+        if role in _USER_ROLES and (body.rstrip().endswith("?") or _REQUEST_START_RE.match(body)):
+            return False  # a user turn's request, not a description of the role
+    return True
+
+
 def _asked_roles(messages, roles) -> bool:
     """A user message names the template's roles (``a chat between a user and an assistant``)."""
     rx = re.compile(r"\b(?:" + "|".join(map(re.escape, roles)) + r")\b", re.I)
@@ -928,6 +997,13 @@ def _ends_turn(text: str, pos: int) -> bool:
 def norm_words(s: str) -> str:
     """The lower-cased words of ``s`` joined by single spaces (for comparing texts as words)."""
     return " ".join(_WORD_RE.findall(s.lower()))
+
+
+def closed_spans(text: str, spans):
+    """The fenced code blocks that are closed: a fence left open to the end of a response is
+    often the parity of its fences gone wrong (a block reopened by the fence that meant to close
+    it), or a runaway; what follows it is not reliably code."""
+    return [s for s in spans if s[1] < len(text)] if spans and spans[-1][1] >= len(text) else spans
 
 
 def _in_spans(pos: int, spans) -> bool:
@@ -965,7 +1041,7 @@ def confabulated_turns(text: str, messages, min_words: int, chat_template: str |
         for m in TURN_MARKER_RE.finditer(text):
             if spans is None:
                 spans = fence_spans(text)
-            if _in_spans(m.start(), spans) or _in_inline_code(text, m.start()):
+            if _in_spans(m.start(), closed_spans(text, spans)) or _in_inline_code(text, m.start()):
                 continue
             if m.group("end"):
                 res["end_markers"].append((m.start(), m.group(0)))

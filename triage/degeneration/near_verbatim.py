@@ -118,7 +118,8 @@ def echo_run(ids: np.ndarray, prose: np.ndarray, vocab: np.ndarray, numbers: np.
              window: int = 8,
              threshold: float = 0.6, min_tokens: int = 4, min_words: int = 2,
              min_prose_share: float = 0.5, min_segments: int = 3, min_repeats: int = 0,
-             near_repeat: float = 0.8, blind: np.ndarray | None = None) -> EchoRun | None:
+             near_repeat: float = 0.8, blind: np.ndarray | None = None,
+             stops: np.ndarray | None = None) -> EchoRun | None:
     """The longest stretch of echoes among the content segments: sentences or lines of prose
     (≥ ``min_tokens`` tokens, ≥ ``min_words`` and ≥ ``min_prose_share`` of them ``prose`` words —
     not a JSON record's keys, a tag's names or a line of code).  The stretch starts at the segment
@@ -128,7 +129,9 @@ def echo_run(ids: np.ndarray, prose: np.ndarray, vocab: np.ndarray, numbers: np.
     is not looked for), or fewer than ``min_repeats`` segments that repeat an earlier one word for
     word (a caller that needs them).  An echo within ``near_repeat`` of what it echoes counts as
     a repeat too.  (``vocab`` must be a property of the token, as ``ids`` are: equal ids, equal
-    flags.)  ``blind``: ``ids`` with every number 0x5EED, when already known."""
+    flags.)  ``blind``: ``ids`` with every number 0x5EED, when already known.  ``stops`` marks
+    sentence-end tokens (``.`` ``!`` ``?``): a segment that opens with a prose word and ends on one
+    is a sentence and counts as content with one word (``Therefore, x = 5.``)."""
     L = int(ids.size)
     nb = int(bounds.size)
     if L == 0 or nb < 3:
@@ -141,6 +144,9 @@ def echo_run(ids: np.ndarray, prose: np.ndarray, vocab: np.ndarray, numbers: np.
     words = np.add.reduceat(prose.view(np.uint8) if prose.dtype == np.bool_ else prose.astype(np.uint8), bounds)
     content = (seg_len >= min_tokens) & (seg_len <= _MAX_SEGMENT) & (words >= min_words)
     content &= words >= min_prose_share * seg_len
+    if stops is not None:  # short sentences around a formula or a number
+        content |= ((seg_len >= min_tokens) & (seg_len <= _MAX_SEGMENT) & (words >= 1)
+                    & prose[bounds] & stops[seg_end - 1])
     idx = content.nonzero()[0]
     S = int(idx.size)
     if S < max(3, min_segments):

@@ -126,6 +126,14 @@ class Thresholds:
     ``bakery-bakery-…``): ≥ 6 copies of a unit with ≥ 2 letters over ≥ 30 characters.  A separator
     or a run of zeros has no letters."""
 
+    symbol_flood_min: int = 24
+    symbol_flood_per_kind: float = 6.0
+    """Emoji and other symbols (Unicode So) that, with only spaces and separators between them,
+    fill the end of a response that hit max_tokens: ≥ 24 of them and ≥ 6 per distinct symbol
+    (``🎉🎉🎉💬🎉…``, ``⏱⏱⏵|⏱⏵|…``).  A healthy answer's emoji are few or varied (a list of ten
+    emoji has ten kinds); a glitch among them does not break the run the way it breaks an exact
+    period."""
+
     # ---- whole-text repetition (supporting signal) -------------------------------------------
     runaway_window_min_tokens: int = 128
     """The runaway-repetition check needs ≥ 128 tokens; it looks at the last quarter of the
@@ -137,6 +145,11 @@ class Thresholds:
     last quarter re-says ≥ 40 % of its 8-grams is running away in a near-loop ("The cat continued
     on, and she continued on…").  Healthy prose repeats < 30 % even when cut (checked on every
     README / docstring / licence of the labelled set cut at a random point)."""
+    runaway_min_third_saying: float = 0.06
+    """…and either only counts when some of the window (≥ 6 % of its 8-grams) is said for the third
+    time or more: a response cut while restating a passage once (a list repeated under a new
+    heading, a JSON object restarted) re-says up to 100 % of its tail, each 8-gram for the
+    second time, and two copies are not a loop (the labelling rule)."""
     runaway_any_repeat8: float = 0.9
     """Code / markup / data repeat their structure legitimately: a JSON schema cut at max_tokens
     re-says up to ~85 % of its 8-grams.  For them only ≥ 90 % counts (growing ``nested-div-inner-
@@ -174,6 +187,11 @@ class Thresholds:
     count_request_slack: int = 2
     """With a count in the request (``10 products``, ``1 to 20``): more than 1.5 × N + 2 items is
     far past what was asked; at most that is the answer (unless the items are one sentence)."""
+    list_overrun_min_extra: int = 5
+    list_overrun_factor: float = 3.0
+    """A list of one kind of item (numbered, one bullet, ``key:`` labels) longer than 1.5 × and
+    ≥ 5 items past the count the request asked for in a response that hit max_tokens (or ≥ 3 ×
+    the count even if it stopped): the model did not stop where it was asked to."""
 
     # ---- near-verbatim loop (echoes of recent sentences / lines) ----------------------------
     near_similarity: float = 0.5
@@ -206,6 +224,12 @@ class Thresholds:
     """…and the stretch says the same things again: ≥ 30 % of its echoes repeat an earlier
     sentence word for word (numbers aside), or it runs to max_tokens bringing almost nothing new
     (≤ 10 %).  A systematic list (6 verbs × 10 nouns) echoes without ever repeating an item."""
+    near_cut_min_echoes: int = 4
+    near_cut_min_repeat_share: float = 0.5
+    """A response that hit max_tokens inside a rotation of sentences — ≥ 4 echoes, ≥ 2 whole
+    rotations after the first, half of them said word for word and none bringing a new word, up
+    to the sentence that max_tokens cut — is still looping; healthy prose cut by max_tokens brings
+    new words."""
     near_strong_echoes: int = 16
     near_strong_coverage: float = 0.5
 

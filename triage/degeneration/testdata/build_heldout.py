@@ -19,7 +19,8 @@ thresholds may be tuned on ``tune`` only; ``test`` is reported, never tuned on.
 
 ``--set 2`` builds ``heldout2.jsonl``: the outputs of the second prompt set
 (``generate_heldout.py --set 2``), all of it a test set for the second round of tuning, whose
-tuning data was all of ``heldout.jsonl``.
+tuning data was all of ``heldout.jsonl``.  ``--set 3`` builds ``heldout3.jsonl`` the same way: the
+test set of round 3, which tuned on ``heldout.jsonl`` and ``heldout2.jsonl``.
 """
 
 from __future__ import annotations
@@ -41,10 +42,11 @@ def main(argv=None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", type=int, default=1, choices=(1, 2),
-                    help="2: heldout2.jsonl from heldout2_raw.jsonl + heldout2_labels.json, all of it `test`")
+    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3),
+                    help="2 (3): heldout2.jsonl (heldout3.jsonl) from heldout2_raw.jsonl + heldout2_labels.json "
+                         "(…3…), all of it `test`")
     args = ap.parse_args(argv)
-    stem = "heldout" if args.set == 1 else "heldout2"
+    stem = "heldout" if args.set == 1 else f"heldout{args.set}"
     labels = json.loads((HERE / f"{stem}_labels.json").read_text(encoding="utf-8"))
     items = []
     missing = []
@@ -76,7 +78,7 @@ def main(argv=None) -> int:
                 w["split"] = split_of(w["id"])
                 w.setdefault("source", "written by an agent that never saw the detector (heldout_written.py)")
                 items.append(w)
-    out = OUT if args.set == 1 else HERE / "heldout2.jsonl"
+    out = OUT if args.set == 1 else HERE / f"{stem}.jsonl"
     with open(out, "w", encoding="utf-8") as f:
         for it in items:
             f.write(json.dumps(it, ensure_ascii=False) + "\n")

@@ -136,6 +136,55 @@ PROMPTS_2 = [
     "Summarize the story of Cinderella.",
 ]
 
+# A third, fresh set (``--set 3``): the held-out test of round 3, written before its outputs were
+# seen.  More lists, tables and numbered data than before (set 2 held only 7 counting loops).
+PROMPTS_3 = [
+    "Write a Python class for a bank account with deposit and withdraw methods.",
+    "Write a shell one-liner that counts the lines in every .txt file.",
+    "Write a TypeScript interface for a blog post and a function that validates it.",
+    "Write a Java method that checks whether a string is a palindrome.",
+    "Write a GitHub Actions workflow that runs tests on every push.",
+    "Write a regular expression that matches email addresses and explain it.",
+    "Write an HTML page for a hiking club with upcoming trips.",
+    "Write an HTML table of the 12 zodiac signs and their dates.",
+    "Write a nested HTML outline of a book with parts, chapters and sections.",
+    "Write an HTML form for ordering a pizza with toppings.",
+    "List 20 animals that live in the ocean.",
+    "Give me a numbered list of 10 exercises for a home workout.",
+    "List the months of the year with one holiday in each.",
+    "Write the numbers from 10 to 30 as words.",
+    "List 7 kitchen tools and what they are used for.",
+    "Give me the steps to plant a tomato seedling.",
+    "Write a numbered recipe for pancakes.",
+    "Make a markdown table of the multiplication table of 9.",
+    "Make a markdown table of 8 countries with their currency and language.",
+    "Write a JSON array of 8 employees with id, name, department and salary.",
+    "Create a CSV of 12 weather readings with date, temperature and humidity.",
+    "Write a YAML file describing a team with members and their roles.",
+    "Write a JSON document for a company org chart with nested teams.",
+    "Make a table of the squares and cubes of the numbers 1 to 12.",
+    "Write a story about a baker who bakes bread for a whole town.",
+    "Tell me a story about a little boat on a big lake.",
+    "Write a story about a girl who finds a map in the attic.",
+    "Write a ghost story set in an old train station.",
+    "Write a poem about autumn leaves.",
+    "Write a children's counting rhyme from one to ten.",
+    "Write a poem about the city at night with a refrain.",
+    "Write a chant for a football team.",
+    "Explain photosynthesis to a ten-year-old.",
+    "Explain how a bicycle's gears work.",
+    "What is the difference between a virus and a bacterium?",
+    "Explain how credit cards work.",
+    "Explain recursion with an example.",
+    "What is the boiling point of water at high altitude and why?",
+    "Write a conversation between two friends planning a trip.",
+    "Write an interview with a famous chef.",
+    "Give me 5 names for a coffee shop.",
+    "Translate 'good morning' into eight languages.",
+    "Write a to-do list for a Saturday.",
+    "Describe your ideal weekend in three sentences.",
+]
+
 # (temperature, mode, max_tokens) — every prompt runs under each.
 SETTINGS = [
     (0.0, "normal", 300),
@@ -155,7 +204,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).with_name("heldout_raw.jsonl")))
     ap.add_argument("--limit", type=int, default=0, help="only the first N jobs (a quick look)")
     ap.add_argument("--batch", type=int, default=48)
-    ap.add_argument("--set", type=int, default=1, choices=(1, 2), help="the prompt set (2: PROMPTS_2, other seeds)")
+    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3),
+                    help="the prompt set (2: PROMPTS_2, 3: PROMPTS_3; other seeds)")
     args = ap.parse_args(argv)
 
     import torch
@@ -180,7 +230,7 @@ def main(argv=None) -> int:
     engine._sample_and_emit = masked
 
     jobs = []
-    prompts, prefix, salt = (PROMPTS, "p", 0) if args.set == 1 else (PROMPTS_2, "q", 104729)
+    prompts, prefix, salt = {1: (PROMPTS, "p", 0), 2: (PROMPTS_2, "q", 104729), 3: (PROMPTS_3, "r", 209459)}[args.set]
     for si, (temp, mode, max_tokens) in enumerate(SETTINGS):
         for pi, prompt in enumerate(prompts):
             jid = f"{prefix}{pi:02d}-t{temp:g}-{mode}"

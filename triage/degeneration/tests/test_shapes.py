@@ -230,3 +230,97 @@ def test_near_certain_loop_tokens_are_reported_as_self_reinforcing():
     assert unsure.degenerate == base.degenerate == certain.degenerate
     assert certain.metrics["logprobs"]["loop_certain_share"] > 0.9
     assert base.metrics["logprobs"] == {"n": 0, "absent": True}
+
+
+# ---- round 3: the shapes heldout2 missed (written here from their definitions) ----------------
+
+def test_a_role_line_inside_a_fence_left_open_still_opens_a_turn():
+    # fences whose parity went wrong: the third ``` meant to close a block, so `system` and `user`
+    # stand in a block that never closes
+    text = ("```\n<p>One</p>\n```\n<p>Two</p>\n```\nsystem\nYou are an AI assistant that rewrites text politely.\n"
+            "user\nPlease rewrite my email to the landlord.")
+    a = analyze(text, finish_reason="length", messages=_ask("Write an HTML snippet."))
+    assert a.degenerate and "confabulated_turn" in _codes(a)
+    # a closed block still protects what it quotes
+    quoted = "```\nsystem\nYou are an AI assistant that rewrites text politely.\nuser\nRewrite my email.\n```\nThat is ChatML."
+    assert "confabulated_turn" not in _codes(analyze(quoted, messages=_ask("Show a ChatML example.")))
+
+
+def test_marked_turn_after_an_unclosed_fence():
+    text = '```python\n{"title": "Dune"}<|im_end|>\n<|im_start|>user\nWrite me a letter to my aunt.'
+    a = analyze(text, finish_reason="length", messages=_ask("Give me a JSON book."))
+    assert a.degenerate and a.reasons[0].code == "confabulated_turn"
+
+
+@pytest.mark.parametrize("request_", [
+    "Your response should contain at least 3 sentences. Describe a sunset.",
+    "You're a retired detective. Tell me about your last case.",
+    "Dear Sam, thanks for the invitation to the party on Friday.",
+])
+def test_stripped_turn_headers_one_after_the_other(request_):
+    text = f"The tea is ready once it has steeped for four minutes.\nsystem\n\nuser\n{request_}"
+    a = analyze(text, finish_reason="length", messages=_ask("How do I make tea?"))
+    assert a.degenerate and a.reasons[0].code == "confabulated_turn", [r.message for r in a.reasons]
+    assert "turn headers" in a.reasons[0].message
+
+
+def test_a_field_list_of_role_names_is_not_a_turn():
+    text = ("The API accepts three roles:\n\nsystem\nSets the behaviour of the model.\n\nuser\n"
+            "The person asking.\n\nassistant\nThe model's earlier replies.\n")
+    assert not analyze(text, messages=_ask("What roles does the chat API accept?")).degenerate
+
+
+def test_a_flood_of_emoji_until_max_tokens():
+    text = "Happy birthday! " + "🎉" * 40 + "💬" + "🎉" * 30 + "\ufffd"
+    a = analyze(text, finish_reason="length", messages=_ask("Write a birthday message."))
+    assert a.degenerate and "symbol_flood" in _codes(a)
+    # a few varied emoji at the end of a healthy answer are not a flood
+    ok = "Have a wonderful day, full of cake and friends! 🎂🎈🎁🥳🎉"
+    assert not analyze(ok, finish_reason="stop", messages=_ask("Write a birthday message.")).degenerate
+
+
+def test_a_list_far_past_the_requested_count_until_max_tokens():
+    items = "\n".join(f"{i}. {w}" for i, w in enumerate(
+        "Apple Banana Cherry Grape Lemon Lime Mango Melon Kiwi Peach Pear Plum Fig Date Guava Papaya Quince "
+        "Apricot Olive Orange Berry Nectarine Tangerine Pomelo Lychee".split(), 1))
+    a = analyze("Here are 8 fruits:\n" + items + "\n26. Coco", finish_reason="length", messages=_ask("List 8 fruits."))
+    assert a.degenerate and "counting_loop" in _codes(a) and "list overrun" in a.reasons[0].message
+    # about the count asked for is the answer, cut or not
+    few = "\n".join(f"{i}. {w}" for i, w in enumerate("Apple Banana Cherry Grape Lemon Lime Mango Melon Kiwi".split(), 1))
+    assert not analyze(few, finish_reason="length", messages=_ask("List 8 fruits.")).degenerate
+
+
+def test_a_passage_said_twice_at_max_tokens_is_not_a_loop_but_three_times_is():
+    para = ("Packing list: sunscreen, a hat, two towels, sandals, a book, water bottles, snacks for the drive, "
+            "a first-aid kit and a charger for the phone. ")
+    intro = ("A beach holiday goes best when you pack the day before and keep the essentials in one bag. "
+             "Check the weather, the tides and the opening hours of the beach cafe before you leave home. ")
+    twice = intro + para + "Other essentials:\n" + para
+    assert "runaway_repetition" not in _codes(analyze(twice, finish_reason="length", messages=_ask("Packing list?")))
+    thrice = intro + para + "Also:\n" + para + "And:\n" + para + "Also:\n" + para
+    assert analyze(thrice, finish_reason="length", messages=_ask("Packing list?")).degenerate
+
+
+def test_short_formula_sentences_said_over_and_over():
+    variants = ["Therefore, x = 5.", "So the answer is x = 5.", "Thus, x = 5.", "Therefore, the solution is x = 5."]
+    rng = random.Random(3)
+    tail = "\n".join(rng.choice(variants) for _ in range(30))
+    text = "Solve 2(x + 3) = 16.\n\n1. Divide by 2: x + 3 = 8.\n2. Subtract 3: x = 5.\n\n" + tail
+    a = analyze(text, finish_reason="stop", messages=_ask("Solve 2(x + 3) = 16."))
+    assert a.degenerate and a.reasons[0].code in ("near_verbatim_loop", "repeat_run", "line_run")
+    # a worked solution with a few short sentences is not
+    ok = ("Divide by 2. Then x + 3 = 8.\nSubtract 3. Then x = 5.\nCheck: 2(5 + 3) = 16. Correct.\n"
+          "Therefore, x = 5.")
+    assert not analyze(ok, finish_reason="stop", messages=_ask("Solve 2(x + 3) = 16.")).degenerate
+
+
+def test_a_rotation_still_running_when_max_tokens_cut_it():
+    # the same three sentences, a word or two changing each time (not an exact period)
+    rot = ["I am here to help you. I am a highly skilled AI designed to assist you with your needs. I can answer anything. ",
+           "I am here to assist you. I am a highly skilled AI designed to help you in your dreams. I can answer everything. ",
+           "I am here to help you. I am a highly skilled AI designed to help you with your needs. I can answer anything. "]
+    text = ("Here are three films for a rainy day: Amelie, Paddington and Spirited Away, each warm and gentle. "
+            "Amelie is a Parisian fairy tale; Paddington is a bear in London; Spirited Away is a bathhouse fantasy. "
+            "## About me\n" + "".join(rot) + "I am here to help you. I am a highly")
+    a = analyze(text, finish_reason="length", messages=_ask("Recommend three movies for a rainy day."))
+    assert a.degenerate and a.reasons[0].code == "near_verbatim_loop", [r.message for r in a.reasons]
