@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from triage import views, views_experiments, views_overview
+from triage import views, views_backends, views_experiments, views_overview
 
 urlpatterns = [
     path("", views_overview.overview_view, name="overview"),
@@ -15,6 +15,9 @@ urlpatterns = [
     path("experiments/<int:pk>/", views_experiments.experiment_detail_view, name="experiment-detail"),
     path("experiments/<int:pk>/progress/", views_experiments.experiment_progress_view, name="experiment-progress"),
     path("experiments/<int:pk>/report.html", views_experiments.experiment_report_view, name="experiment-report"),
+    path("backends/", views_backends.backend_list_view, name="backend-list"),
+    path("backends/<int:pk>/health/", views_backends.backend_health_view, name="backend-health"),
+    path("profiles/", views_backends.kernel_profile_list_view, name="profile-list"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 from django.views.generic import DetailView, ListView
 
 from kernels.settings import KernelSettings, KernelSettingsError
-from triage import content_codec, selectors, services
+from triage import content_codec, rendering, selectors, services
 from triage.models import Flag, Transcript
 from triage.experiments import selectors as experiment_selectors
 from triage.roles import can_experiment, can_flag
@@ -75,9 +75,11 @@ class TranscriptDetailView(DetailView):
         decode = lambda value: content_codec.decode(value, t.content_encoding)  # noqa: E731
         response_text = decode(t.response)
         context["response_segments"] = highlight_segments(response_text, (t.metrics or {}).get("highlights") or [])
+        context["response_blocks"] = rendering.blocks_with_highlights(response_text, context["response_segments"])
         context["conversation"] = [
-            {"role": m.get("role", "?"), "text": _message_text(decode(m)).replace("\x00", "\u2400")}
+            {"role": m.get("role", "?"), "blocks": rendering.blocks_with_highlights(text)}
             for m in (t.messages or []) if isinstance(m, dict)
+            for text in [_message_text(decode(m)).replace("\x00", "\u2400")]
         ]
         context["kernel_label"] = _kernel_label(t.kernel)
         context["can_flag"] = can_flag(self.request.user)
