@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from datetime import datetime, timedelta
 from collections.abc import Iterable
 
 import plotly.graph_objects as go
@@ -168,6 +169,10 @@ def rate_over_time(rows: Iterable[dict], *, group_label: str, bucket_label: str)
             line=dict(color=PALETTE[i % len(PALETTE)]),
             hovertemplate="%{x}: %{y:.1f}% degenerate (%{customdata[1]} of %{customdata[0]})<extra>%{customdata[2]}</extra>"))
     fig.update_yaxes(rangemode="tozero")
+    buckets = {p[0] for points in series.values() for p in points}
+    if len(buckets) == 1 and isinstance(next(iter(buckets)), datetime):  # (alone, plotly zooms to ±1 ms around it)
+        only, width = next(iter(buckets)), timedelta(hours=1) if bucket_label == "hour" else timedelta(days=1)
+        fig.update_xaxes(range=[only - width, only + width])
     return _layout(fig, f"Degenerate rate per {bucket_label}, by {group_label}", f"time ({bucket_label})",
                    "degenerate transcripts (%)")
 
@@ -181,4 +186,7 @@ def counts_bar(counts: list[tuple[str, int]], *, title: str, x: str, y: str = "t
                            hovertemplate="%{y}: %{x}<extra></extra>"))
     _layout(fig, title, y, x, height=max(220, 70 + 28 * len(counts)))
     fig.update_layout(showlegend=False, margin=dict(t=50))  # (one series: the axis says what it is)
+    # Counts are whole numbers from zero: no 0.2-steps for small ones, no -1..1 axis when all are 0.
+    fig.update_xaxes(rangemode="tozero", dtick=1 if max(values, default=0) <= 8 else None,
+                     range=None if any(values) else [0, 1])
     return fig

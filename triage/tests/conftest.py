@@ -35,3 +35,15 @@ def demo_transcripts(db):
 
     call_command("load_demo", verbosity=0)
     return {t.request_id: t for t in Transcript.objects.all()}
+
+
+@pytest.fixture
+def browser_login():
+    """Log a Playwright page in through the login form: `browser_login(page, live_server.url,
+    username, password, next_url="/")` (next_url as it goes in the query string, encoded)."""
+    def login(page, base_url: str, username: str, password: str, *, next_url: str = "") -> None:
+        page.goto(base_url + "/accounts/login/" + (f"?next={next_url}" if next_url else ""))
+        page.fill("input[name=username]", username)
+        page.fill("input[name=password]", password)
+        page.click("button[type=submit]")
+    return login

@@ -58,7 +58,7 @@ def test_overview_page_and_its_empty_state(client):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_overview_in_a_real_browser(live_server, browser):
+def test_overview_in_a_real_browser(live_server, browser, browser_login):
     get_user_model().objects.create_user("vera", password="pw-vera-12345")
     _transcripts()
     page = browser.new_page(viewport={"width": 1280, "height": 900})
@@ -66,10 +66,7 @@ def test_overview_in_a_real_browser(live_server, browser):
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
     try:
-        page.goto(live_server.url + "/accounts/login/?next=/%3Frange%3D30d")
-        page.fill("input[name=username]", "vera")
-        page.fill("input[name=password]", "pw-vera-12345")
-        page.click("button[type=submit]")
+        browser_login(page, live_server.url, "vera", "pw-vera-12345", next_url="/%3Frange%3D30d")
         page.wait_for_function("document.querySelectorAll('.figure .js-plotly-plot svg.main-svg').length >= 4")
         titles = page.locator(".figure .gtitle").all_text_contents()
         assert any("by model" in t for t in titles) and any("reasons" in t for t in titles)
