@@ -17,7 +17,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 
-from triage import figures
+from triage import figures, rendering
 from triage.experiments import arms as arm_planning
 from triage.experiments import selectors, services
 from triage.experiments.arms import ExperimentInputError
@@ -51,11 +51,19 @@ def _figures(detail: dict, samples: list[dict]) -> list[dict]:
     return out
 
 
-def _side_by_side(detail: dict, samples: list[dict]) -> list[dict]:
-    """One row per (case, seed) across arms, each sample with its highlights and a word diff
-    against the stock sample of the same seed."""
+def _sample_blocks(sample: dict) -> list[dict]:
+    """The sample as on the transcript page: code fences as code blocks, highlights cut to fit."""
     from triage.views import highlight_segments
 
+    text = sample["text"]
+    segments = highlight_segments(text, (sample["metrics"] or {}).get("highlights") or [])
+    return rendering.blocks_with_highlights(text.replace("\x00", "\u2400"), segments)
+
+
+def _side_by_side(detail: dict, samples: list[dict]) -> list[dict]:
+    """One row per (case, seed) across arms, each sample as text and code blocks with its
+    highlights, and a word diff against the stock sample of the same seed (plain text: a
+    changed word may sit on a fence line, and the diff is read for what changed, not layout)."""
     names = [a["name"] for a in detail["arms"]]
     stock = next((a["name"] for a in detail["arms"] if a["role"] == "stock"), None)
     rows: dict[tuple, dict] = {}
@@ -76,7 +84,7 @@ def _side_by_side(detail: dict, samples: list[dict]) -> list[dict]:
             cell = {"arm": name, "degenerate": s["degenerate"], "severity": s["severity"],
                     "finish_reason": s["finish_reason"], "tokens": s["completion_tokens"],
                     "reasons": [r.get("message", r) if isinstance(r, dict) else r for r in (s["reasons"] or [])][:3],
-                    "segments": highlight_segments(s["text"], (s["metrics"] or {}).get("highlights") or [])}
+                    "blocks": _sample_blocks(s)}
             if base is not None and name != stock:
                 cell["diff"] = _word_diff(base["text"], s["text"])
             cells.append(cell)

@@ -79,6 +79,21 @@ def case_max_tokens(transcript: Transcript) -> int:
     return max(1, min(math.ceil(length * 1.5), cap))
 
 
+NAME_REQUEST_ID_MAX = 80  # (request ids are up to 200 characters; the name is a title)
+
+
+def default_name(*, cases: list[Transcript], arm_count: int) -> str:
+    """The name when none is given: "demo-0043 × 3 arms" for one transcript (its request_id says
+    which one, where a count would not), "3 transcripts × 1 arm" for a suite."""
+    arms = f"{arm_count} arm{'' if arm_count == 1 else 's'}"
+    if len(cases) == 1:
+        request_id = cases[0].request_id
+        if len(request_id) > NAME_REQUEST_ID_MAX:
+            request_id = request_id[:NAME_REQUEST_ID_MAX - 1] + "…"
+        return f"{request_id or f'transcript {cases[0].pk}'} × {arms}"
+    return f"{len(cases)} transcripts × {arms}"
+
+
 def _chunk_size(plans: list[arm_planning.ArmPlan], samples: int) -> int:
     configured = settings.EXPERIMENT_CHUNK_SIZE
     if configured:
@@ -123,7 +138,7 @@ def experiment_start(*, transcripts: list | None = None, selection: dict | None 
         for plan in plans:
             plan.sampling.setdefault("max_tokens", max_tokens)
     experiment = Experiment.objects.create(
-        name=name or f"{len(cases)} transcript{'s' if len(cases) > 1 else ''} × {len(plans)} arms",
+        name=name or default_name(cases=cases, arm_count=len(plans)),
         created_by=user if getattr(user, "pk", None) else None, created_via=via, samples_per_arm=samples,
         base_seed=base_seed, chunk_size=_chunk_size(plans, samples), ablate=ablate,
         allow_greedy_only=allow_greedy_only, selection=selection or {},

@@ -331,6 +331,20 @@ def test_selection_builds_a_suite(engineer, greedy_sparse, stock_served):
     assert [c["transcript_id"] for c in response.json()["cases"]] == [greedy_sparse]
 
 
+def test_default_names_say_which_transcript_and_count_arms_grammatically(greedy_sparse, stock_served):
+    one = services.experiment_start(transcripts=[stock_served], arms=[{"profile": "stock"}], dispatch=False)
+    assert one.name == "stock-served × 1 arm"
+    two = services.experiment_start(transcripts=[greedy_sparse, stock_served], arms=[{"profile": "stock"}],
+                                    dispatch=False)
+    assert two.name == "2 transcripts × 1 arm"
+    default = services.experiment_start(transcripts=[greedy_sparse], dispatch=False)
+    assert default.name == "greedy-sparse × 3 arms"
+    assert services.experiment_start(transcripts=[stock_served], name="mine", dispatch=False).name == "mine"
+    long_id = Transcript.objects.get(pk=stock_served)
+    long_id.request_id = "r" * 200
+    assert services.default_name(cases=[long_id], arm_count=2) == "r" * 79 + "… × 2 arms"
+
+
 # --- API: list, detail, cancel ---------------------------------------------------------
 
 
@@ -430,3 +444,42 @@ def test_summarize_paired_rates_and_mcnemar(stock_served):
     assert test["samples_needed"] is None  # significant: no more samples needed
     experiment.refresh_from_db()
     assert experiment.results["tests"][0]["mcnemar"]["p_value"] == test["mcnemar"]["p_value"]
+
+
+# --- the experiment page and its report --------------------------------------------------
+
+FENCED = "Here it is:\n```html\n<script>alert(1)</script>\n<p>hi</p>\n```\nDone."
+
+
+def test_experiment_page_renders_sample_fences_as_code_blocks_escaped(engineer, stock_served):
+    experiment = services.experiment_start(transcripts=[stock_served], samples=1,
+                                           arms=[{"profile": "stock"}, {"profile": "sparse"}], dispatch=False)
+    stock, sparse = Arm.objects.filter(experiment=experiment).order_by("position")
+    case = ExperimentCase.objects.get(experiment=experiment)
+    record(stock, case, [0], HEALTHY)
+    record(sparse, case, [0], FENCED)
+    sample = Sample.objects.get(arm=sparse)  # a highlight that crosses the closing fence: cut there, shown on both sides
+    start = FENCED.index("<p>hi</p>")
+    sample.metrics = {**(sample.metrics or {}), "highlights": [{"start": start, "end": len(FENCED), "kind": "loop",
+                                                                "label": "period 3 ×2"}]}
+    sample.save(update_fields=["metrics"])
+    Experiment.objects.filter(pk=experiment.pk).update(status=Experiment.Status.DONE)  # (the samples show once it ended)
+
+    page = engineer.get(f"/experiments/{experiment.pk}/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "stock-served × 2 arms" in html and "1 conversation × 2 arms × 1 paired seed\n" in html
+    assert '<div class="codeblock"><div class="lang">html</div><pre><code class="language-html">' in html
+    assert ('<span class="fence">```html\n</span>&lt;script&gt;alert(1)&lt;/script&gt;\n'
+            '<mark class="hl-loop" title="loop period 3 ×2">&lt;p&gt;hi&lt;/p&gt;\n</mark>'
+            '<mark class="hl-loop" title="loop period 3 ×2"><span class="fence">```\n</span></mark></code></pre>') in html
+    assert '<pre class="text">\n<mark class="hl-loop" title="loop period 3 ×2">Done.</mark></pre>' in html
+    assert "<script>alert(1)" not in html
+    assert '<details><summary>diff against stock</summary><pre class="diff">' in html  # the diff stays plain text
+    assert "<ins>Here it is:\n```html\n&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+    report = engineer.get(f"/experiments/{experiment.pk}/report.html")
+    assert report.status_code == 200 and report["Content-Disposition"].startswith("attachment")
+    body = report.content.decode()
+    assert '<pre><code class="language-html">' in body and "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+    assert "<script>alert(1)" not in body
