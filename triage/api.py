@@ -418,55 +418,66 @@ def _csv_cell(value) -> str:
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 
+EXPORT_FORMATS = ("jsonl", "csv")
+EXPORT_CHUNK = 500
+
+
+def export_response(*, queryset, export_format: str, filename: str = "transcripts") -> StreamingHttpResponse:
+    """Stream a transcript queryset as JSONL (byte-exact, one object per line) or CSV, in
+    chunks of EXPORT_CHUNK rows (server-side cursor: memory stays flat). Shared by the API
+    export and the queue's bulk export."""
+    if export_format not in EXPORT_FORMATS:
+        raise ValueError(f"'{export_format}' is not an export format; use jsonl or csv.")
+    rows = queryset.iterator(chunk_size=EXPORT_CHUNK)
+    if export_format == "jsonl":
+        stream = (json.dumps(TranscriptExportOutput(t).data, ensure_ascii=False) + "\n" for t in rows)
+        response = StreamingHttpResponse(stream, content_type="application/x-ndjson; charset=utf-8")
+    else:
+        response = StreamingHttpResponse(_csv_lines(rows), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}.{export_format}"'
+    return response
+
+
+def _csv_lines(rows):
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(CSV_COLUMNS)
+    for t in rows:
+        reasons = "; ".join(r.get("message", str(r)) if isinstance(r, dict) else str(r) for r in t.reasons)
+        values = {
+            **{c: getattr(t, c) for c in CSV_COLUMNS if hasattr(t, c)},
+            "received_at": t.received_at.isoformat(), "created_at": t.created_at.isoformat() if t.created_at else "",
+            "kernel_profile": t.kernel_profile.name if t.kernel_profile_id else "",
+            "reasons": reasons, "warnings": "; ".join(t.warnings),
+        }
+        # NUL cannot live in a spreadsheet cell: escaped rows stay escaped here (␀0).
+        writer.writerow([_csv_cell(values[c]) for c in CSV_COLUMNS])
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+    if buffer.tell():
+        yield buffer.getvalue()
+    yield ""
+
+
 class TranscriptExportApi(BaseApi):
     """GET /api/v1/transcripts/export?format=jsonl|csv&<filters> — streams the selection."""
 
     required_scope = ApiKey.Scope.READ
     content_negotiation_class = _IgnoreFormatNegotiation
     renderer_classes = [JSONRenderer]
-    CHUNK = 500
 
     @extend_schema(
         operation_id="transcripts_export",
-        parameters=FILTER_PARAMETERS + [OpenApiParameter("format", str, enum=["jsonl", "csv"])],
+        parameters=FILTER_PARAMETERS + [OpenApiParameter("format", str, enum=list(EXPORT_FORMATS))],
         responses={(200, "application/x-ndjson"): OpenApiTypes.STR, (200, "text/csv"): OpenApiTypes.STR,
                    400: ERROR_RESPONSE},
     )
     def get(self, request):
         export_format = request.query_params.get("format", "jsonl")
-        if export_format not in ("jsonl", "csv"):
+        if export_format not in EXPORT_FORMATS:
             raise exceptions.ValidationError({"format": [f"'{export_format}' is not an export format; use jsonl or csv."]})
-        queryset = selectors.transcript_list(filters=_filters(request))
-        rows = queryset.iterator(chunk_size=self.CHUNK)
-        if export_format == "jsonl":
-            stream = (json.dumps(TranscriptExportOutput(t).data, ensure_ascii=False) + "\n" for t in rows)
-            response = StreamingHttpResponse(stream, content_type="application/x-ndjson; charset=utf-8")
-        else:
-            response = StreamingHttpResponse(self._csv_lines(rows), content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="transcripts.{export_format}"'
-        return response
-
-    @staticmethod
-    def _csv_lines(rows):
-        buffer = io.StringIO()
-        writer = csv.writer(buffer)
-        writer.writerow(CSV_COLUMNS)
-        for t in rows:
-            reasons = "; ".join(r.get("message", str(r)) if isinstance(r, dict) else str(r) for r in t.reasons)
-            values = {
-                **{c: getattr(t, c) for c in CSV_COLUMNS if hasattr(t, c)},
-                "received_at": t.received_at.isoformat(), "created_at": t.created_at.isoformat() if t.created_at else "",
-                "kernel_profile": t.kernel_profile.name if t.kernel_profile_id else "",
-                "reasons": reasons, "warnings": "; ".join(t.warnings),
-            }
-            # NUL cannot live in a spreadsheet cell: escaped rows stay escaped here (␀0).
-            writer.writerow([_csv_cell(values[c]) for c in CSV_COLUMNS])
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
-        if buffer.tell():
-            yield buffer.getvalue()
-        yield ""
+        return export_response(queryset=selectors.transcript_list(filters=_filters(request)), export_format=export_format)
 
 
 # --- flags -----------------------------------------------------------------------------

@@ -163,6 +163,9 @@ class Transcript(models.Model):
             models.Index(fields=["model", "-received_at"], name="transcript_model"),
             models.Index(fields=["kernel_profile", "-received_at"], name="transcript_profile"),
             models.Index(fields=["temperature"], name="transcript_temperature"),
+            # the queue sorted by severity (keyset pages on (severity, id)), all or degenerate only
+            models.Index(fields=["-severity", "-id"], name="transcript_severity"),
+            models.Index(fields=["degenerate", "-severity", "-id"], name="transcript_degenerate_severity"),
         ]
         ordering = ["-received_at", "-id"]
 

@@ -477,6 +477,24 @@ def flag_create(*, transcript: Transcript, reason: str, note: str = "", user=Non
 
 
 @transaction.atomic
+def flags_create_bulk(*, transcripts: list[Transcript], reason: str, note: str = "", user=None,
+                      source: str = "") -> list[Flag]:
+    """One flag on each transcript (the queue's bulk flag): two queries whatever the count."""
+    if reason not in Flag.Reason.values:
+        raise ValueError(f"unknown flag reason {reason!r}; use one of {', '.join(Flag.Reason.values)}")
+    if not transcripts:
+        raise ValueError("no transcripts to flag")
+    user = user if getattr(user, "pk", None) else None
+    flags = Flag.objects.bulk_create([
+        Flag(transcript=t, reason=reason, note=note, user=user, source=source) for t in transcripts
+    ])
+    Transcript.objects.filter(pk__in=[t.pk for t in transcripts], flagged=False).update(flagged=True)
+    for t in transcripts:
+        t.flagged = True
+    return flags
+
+
+@transaction.atomic
 def flag_update_status(*, flag: Flag, status: str, note: str | None = None, user=None) -> Flag:
     """Move a flag forward: new → investigating → diagnosed → resolved (steps may be
     skipped, e.g. a false alarm goes straight to resolved; going back is refused)."""

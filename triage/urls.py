@@ -2,11 +2,14 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from triage import views, views_backends, views_experiments, views_overview
+from triage import views, views_backends, views_experiments, views_overview, views_queue
 
 urlpatterns = [
     path("", views_overview.overview_view, name="overview"),
-    path("transcripts/", views.TranscriptListView.as_view(), name="transcript-list"),
+    path("transcripts/", views_queue.TranscriptListView.as_view(), name="transcript-list"),
+    path("transcripts/bulk/flag/", views_queue.bulk_flag_view, name="queue-bulk-flag"),
+    path("transcripts/bulk/experiment/", views_queue.bulk_experiment_view, name="queue-bulk-experiment"),
+    path("transcripts/bulk/export/", views_queue.bulk_export_view, name="queue-bulk-export"),
     path("transcripts/<int:pk>/", views.TranscriptDetailView.as_view(), name="transcript-detail"),
     path("transcripts/<int:pk>/flags/", views.flag_create_view, name="transcript-flag"),
     path("transcripts/<int:pk>/flags/<int:flag_id>/status/", views.flag_status_view, name="flag-status"),

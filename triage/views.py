@@ -4,52 +4,15 @@ business logic."""
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
-from django.views.generic import DetailView, ListView
+from django.views.generic import DetailView
 
 from kernels.settings import KernelSettings, KernelSettingsError
 from triage import content_codec, rendering, selectors, services
 from triage.models import Flag, Transcript
 from triage.experiments import selectors as experiment_selectors
 from triage.roles import can_experiment, can_flag
-
-LIST_FILTERS = {"degenerate": bool, "flagged": bool, "model": str, "kernel_profile": str, "flag_status": str, "q": str,
-                "reason": str}
-
-
-def _list_filters(params) -> dict:
-    filters = {}
-    for name, kind in LIST_FILTERS.items():
-        value = params.get(name)
-        if value in (None, ""):
-            continue
-        filters[name] = value in ("1", "true", "on") if kind is bool else value
-    return filters
-
-
-class TranscriptListView(ListView):
-    paginate_by = 50
-    template_name = "triage/transcript_list.html"
-    context_object_name = "transcripts"
-
-    def get_queryset(self):
-        return selectors.transcript_summaries(filters=_list_filters(self.request.GET)).annotate(
-            flag_count=Count("flags")
-        )
-
-    def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        context["models"] = Transcript.objects.order_by("model").values_list("model", flat=True).distinct()
-        context["params"] = self.request.GET
-        context["flag_statuses"] = Flag.Status.values
-        context["totals"] = Transcript.objects.aggregate(
-            total=Count("id"), degenerate=Count("id", filter=Q(degenerate=True)),
-            flagged=Count("id", filter=Q(flagged=True)),
-        )
-        return context
-
 
 class FlagForm(forms.Form):
     reason = forms.ChoiceField(choices=[c for c in Flag.Reason.choices if c[0] != Flag.Reason.AUTO])

@@ -104,3 +104,43 @@ def test_the_queue_moves_with_j_k_and_opens_with_o_and_f(live_server, browser):
         page.wait_for_function("document.activeElement && document.activeElement.name === 'reason'")  # ready to flag
     finally:
         page.close()
+
+
+def test_the_queue_filters_selects_two_rows_and_bulk_flags_them(live_server, browser):
+    ensure_groups()
+    user = get_user_model().objects.create_user("ops3", password="correct-horse-battery")
+    user.groups.add(Group.objects.get(name=OPS))
+    for i, temperature in enumerate((0.6, 0.6, 0.6, 1.2)):
+        Transcript.objects.create(source="s", request_id=f"bulk-{i}", content_hash=f"b{i}", model="m",
+                                  response="r", temperature=temperature, degenerate=True, severity=0.2 * (i + 1))
+    Transcript.objects.create(source="s", request_id="bulk-ok", content_hash="bok", model="m", response="r",
+                              temperature=0.6)
+    page = browser.new_page()
+    try:
+        page.goto(live_server.url + "/accounts/login/?next=/transcripts/")
+        page.fill("input[name=username]", "ops3")
+        page.fill("input[name=password]", "correct-horse-battery")
+        page.click("button[type=submit]")
+        page.wait_for_selector("table.queue tr.row")
+        page.check("form.filters input[name=degenerate]")
+        page.fill("input[name=temperature_min]", "0.5")
+        page.fill("input[name=temperature_max]", "0.7")
+        page.select_option("select[name=sort]", "severity")
+        page.click("form.filters button[type=submit]")
+        page.wait_for_url("**temperature_max=0.7**")
+        rows = page.locator("table.queue tr.row")
+        assert rows.count() == 3 and "bulk-2" in rows.nth(0).inner_text()  # most severe first, 1.2 filtered out
+        rows.nth(0).locator("input.pick").check()
+        page.keyboard.press("j")
+        page.keyboard.press("j")
+        page.keyboard.press("x")  # the keyboard selects the second row
+        assert page.inner_text("#selected-count") == "2 selected"
+        page.select_option("#bulk select[name=reason]", "repetition")
+        page.click("#bulk-flag")
+        page.wait_for_selector("text=Flagged 2 transcripts (repetition).")
+        assert "temperature_max=0.7" in page.url  # back on the same filtered page
+        flagged = set(Flag.objects.values_list("transcript__request_id", flat=True))
+        assert flagged == {"bulk-2", "bulk-1"}
+        assert page.locator("table.queue tr.row .badge.flag").count() == 2
+    finally:
+        page.close()
