@@ -18,6 +18,7 @@ from django.views import View
 from django.views.decorators.http import require_POST
 
 from triage import api, selectors, services
+from triage.degeneration import REASON_CODES
 from triage.experiments import services as experiment_services
 from triage.experiments.arms import ExperimentInputError
 from triage.models import Flag
@@ -27,9 +28,7 @@ PAGE_SIZE = 50
 BULK_MAX = 500  # ids in one bulk request (a page holds PAGE_SIZE)
 RANGE_PRESETS = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 # The detector's reason codes (triage/degeneration/analyze.py), offered as suggestions; any code filters.
-KNOWN_REASONS = ("tail_loop", "repeat_run", "char_loop", "fuzzy_loop", "near_verbatim_loop", "counting_loop",
-                 "line_run", "nesting", "markup_flood", "unbalanced_fence", "confabulated_turn",
-                 "leaked_end_marker", "runaway", "runaway_repetition", "empty")
+KNOWN_REASONS = REASON_CODES  # (the detector's, so the suggestions follow it)
 USER_FLAG_REASONS = [c for c in Flag.Reason.choices if c[0] != Flag.Reason.AUTO]
 
 

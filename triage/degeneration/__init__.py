@@ -7,9 +7,9 @@
 See README.md in this folder for the metric definitions, thresholds and measured accuracy.
 """
 
-from .analyze import VERSION, Analysis, Highlight, Reason, analyze
+from .analyze import REASON_CODES, VERSION, Analysis, Highlight, Reason, analyze
 from .metrics import tokenize
 from .thresholds import DEFAULT as DEFAULT_THRESHOLDS, Thresholds
 
 __all__ = ["analyze", "Analysis", "Reason", "Highlight", "Thresholds", "DEFAULT_THRESHOLDS",
-           "tokenize", "VERSION"]
+           "tokenize", "VERSION", "REASON_CODES"]

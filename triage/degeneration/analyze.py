@@ -20,6 +20,9 @@ VERSION = "3"  # 3: bare role lines, counting loops, near-verbatim loops, nestin
 
 LOOP_CODES = ("tail_loop", "fuzzy_loop", "counting_loop", "near_verbatim_loop", "repeat_run", "line_run",
               "char_loop", "symbol_flood", "nesting", "runaway_repetition")
+# Every finding's code, loops first (the queue's reason filter offers them)
+REASON_CODES = LOOP_CODES + ("confabulated_turn", "markup_flood", "leaked_end_marker", "unbalanced_fence",
+                             "runaway", "empty")
 
 
 @dataclass
@@ -229,7 +232,10 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
             covered = fz.covered
             cov = covered / L
             fz_end = L - fz.trimmed
-            alpha = sum(1 for t in _token_texts(text, toks, fz_end - fz.period, fz_end) if len(t) > 1 and t.isalpha())
+            unit_toks = _token_texts(text, toks, fz_end - fz.period, fz_end)
+            # (words of letters, not tag names: ``<td>2023-10-01</td>`` rows have none)
+            alpha = sum(1 for k, t in enumerate(unit_toks) if len(t) > 1 and t.isalpha()
+                        and not (k and unit_toks[k - 1] in ("<", "/")))
             start_tok = L - W + fz.start
             fz_char = int(toks.starts[start_tok])
             mt["fuzzy_loop"] = {"period": fz.period, "copies": _r(fz.copies), "covered_tokens": covered,
@@ -258,6 +264,19 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
             if cl["fire"]:
                 reasons.append(Reason("counting_loop", cl["message"], T.sev_counting_loop, cl["span"]))
                 highlights.append(Highlight(*cl["span"], "loop", cl["label"]))
+                loop_fired = True
+
+    # ---- the same list item again and again, only its number changing ------------------------
+    if not loop_fired and "\n" in text:
+        ri = C.repeated_items(text)
+        if ri is not None:
+            items, words, a, b = ri
+            mt["repeated_items"] = {"items": items, "words": words, "start_char": a, "end_char": b}
+            if items >= T.repeated_items_min and words >= T.repeated_items_min_words and not requested(text[a:b], items):
+                reasons.append(Reason(
+                    "counting_loop", f"counting loop: the same list item {items} times back to back, only its number "
+                    f"changing, from char {a} — “{_short(text[a:b], 60)}”", T.sev_counting_loop, (a, b)))
+                highlights.append(Highlight(a, b, "loop", f"{items}× the same item"))
                 loop_fired = True
 
     # ---- a list far past the count asked for (``12 fruits`` answered with 33 until max_tokens) --
@@ -471,9 +490,11 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
         mt["tail_repeat_8"] = _r(tail_rep8)
         mt["tail_third_saying_8"] = _r(tail_twice8)
         mt["tail_word_share"] = _r(word_share)
-        if not loop_fired and L >= T.runaway_window_min_tokens and tail_twice8 >= T.runaway_min_third_saying and (
-                tail_rep8 >= T.runaway_any_repeat8
-                or (word_share >= T.runaway_prose_word_share and tail_rep8 >= T.runaway_prose_repeat8)):
+        prose_tail = word_share >= T.runaway_prose_word_share
+        if not loop_fired and L >= T.runaway_window_min_tokens and (
+                (tail_rep8 >= T.runaway_any_repeat8 and tail_twice8 >= (
+                    T.runaway_min_third_saying if prose_tail else T.runaway_markup_min_third_saying))
+                or (prose_tail and tail_rep8 >= T.runaway_prose_repeat8 and tail_twice8 >= T.runaway_min_third_saying)):
             reasons.append(Reason(
                 "runaway_repetition",
                 f"hit max_tokens while repeating itself: {_pct(tail_rep8)} of the 8-token sequences in the last "
@@ -497,7 +518,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                               f"is never closed", T.sev_unbalanced_fence * (0.5 if runaway else 1.0)))
 
     # ---- confabulated turns ------------------------------------------------------------------
-    cf = M.confabulated_turns(text, messages, T.confab_min_words, chat_template)
+    cf = M.confabulated_turns(text, messages, T.confab_min_words, chat_template, cut=runaway)
     mt["confabulation"] = {"turn_markers": len(cf["markers"]), "end_markers": len(cf["end_markers"]),
                            "role_lines": len(cf["role_lines"]), "bare_role_lines": len(cf["bare_roles"])}
     if cf["markers"]:
@@ -517,7 +538,8 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
         what = {"request": "a user turn with a request", "dialogue": "a user turn answered by an invented "
                 "assistant turn", "answer": f"a second {role} turn", "system": "a system turn",
                 "empty": "empty turns (role headers one after the other to the end)",
-                "headers": "turn headers one after the other, then a turn"}.get(how, f"a {role} turn")
+                "headers": "turn headers one after the other, then a turn",
+                "cut": "a turn header that max_tokens cut"}.get(how, f"a {role} turn")
         reasons.append(Reason("confabulated_turn",
                               f"confabulated turn: the line {role!r} at char {pos} is a chat-template role whose "
                               f"markers were stripped, opening {what} the conversation does not have: "
@@ -709,7 +731,9 @@ def _counting_loop(text: str, toks, T: Thresholds, runaway: bool, n_requested, r
         else:
             fire = False
         if (n_req is None or far) and not cols.computed:
-            fire = fire or (runaway and whole >= T.count_runaway_min_copies)
+            # (a number and its separator, ``| 20``, is a row of a table up to a few dozen)
+            fire = fire or (runaway and whole >= (T.count_runaway_min_copies if period > 2
+                                                  else T.count_runaway_short_min_copies))
         fire = fire or (far and not in_code)
         if past and not far:
             fire = False

@@ -149,8 +149,9 @@ def prose_words(toks: list[str]) -> int:
 
 
 # A list item: a number, a bullet or a ``key:`` label at the start of a line, then its text.
-_ITEM_RE = re.compile(r"^(?P<ind>[ \t]*)(?:(?P<num>\d{1,4})[.)]|(?P<bul>[-*\u2022+])|(?P<key>[A-Za-z][\w-]{0,30}:))[ \t]+\S",
-                      re.M)
+# A table row (``| a | b |``, not the ``|---|`` rule under the header) is an item too.
+_ITEM_RE = re.compile(r"^(?P<ind>[ \t]*)(?:(?:(?P<num>\d{1,4})[.)]|(?P<bul>[-*\u2022+])|(?P<key>[A-Za-z][\w-]{0,30}:))[ \t]+\S"
+                      r"|(?P<row>\|)(?![ \t]*:?-{2,})[ \t]*\S)", re.M)
 
 
 @dataclass
@@ -171,7 +172,7 @@ def longest_item_run(text: str) -> ItemRun | None:
     cur_kind, cur_n, cur_start, cur_end = None, 0, 0, 0
     for m in _ITEM_RE.finditer(text):
         ind = m.group("ind").expandtabs(4)
-        kind = (len(ind), "num" if m.group("num") else m.group("bul") or "key")
+        kind = (len(ind), "num" if m.group("num") else "row" if m.group("row") else m.group("bul") or "key")
         line_end = text.find("\n", m.start())
         line_end = len(text) if line_end < 0 else line_end
         if cur_kind == kind and _only_deeper_between(text, cur_end, m.start(), len(ind)):
@@ -194,3 +195,44 @@ def _only_deeper_between(text: str, a: int, b: int, indent: int) -> bool:
         if line.strip() and len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip()) <= indent:
             return False
     return True
+
+
+_ITEM_TEXT_RE = re.compile(r"^[ \t]*(?:\d{1,4}[.)]|[-*\u2022+])[ \t]+(?P<text>.+)$", re.M)
+_WORDS_RE = re.compile(r"[^\W\d_]{2,}")
+
+
+def repeated_items(text: str) -> tuple[int, int, int, int] | None:
+    """The longest run of consecutive list items (numbered or bulleted) whose words are the same
+    (numbers aside: ``3. **Baking soda**: …``, ``4. **Baking soda**: …``), or nearly: (items,
+    distinct words per item, start char, end char), or None.  An item's text runs to the next
+    blank line or the next item."""
+    best = None
+    prev = first = None
+    run, start = 0, 0
+    items = list(_ITEM_TEXT_RE.finditer(text))
+    for k, m in enumerate(items):
+        # (an item's text runs to the next blank line or the next item)
+        stop = items[k + 1].start() if k + 1 < len(items) else len(text)
+        blank = text.find("\n\n", m.end(), stop)
+        body = text[m.start("text"):min(stop if blank < 0 else blank, m.start("text") + 2000)]
+        words = _WORDS_RE.findall(body.lower())
+        key = frozenset(words)
+        if key and prev and (_same_item(key, prev) or _same_item(key, first)):
+            run += 1
+        else:
+            run, start, first = 1, m.start(), key
+        prev = key
+        if run >= 2 and (best is None or run > best[0]):
+            best = (run, len(key), start, m.end())
+    return best
+
+
+def _same_item(a: frozenset, b: frozenset) -> bool:
+    return a == b or (len(a) >= ITEM_MIN_WORDS_FUZZY and len(a & b) >= ITEM_JACCARD * len(a | b))
+
+
+ITEM_MIN_WORDS_FUZZY = 6
+ITEM_JACCARD = 0.8
+"""Two items of ≥ 6 distinct words are the same item when their word sets are within Jaccard 0.8
+(``can grow up to 5.5 feet long`` / ``… in length``); an item continues a run when it is the
+same as the one before it or as the run's first."""

@@ -892,7 +892,8 @@ def _role_line_hits(text: str, roles: tuple[str, ...]) -> list[tuple[int, str, b
     return hits
 
 
-def bare_role_turns(text: str, roles: tuple[str, ...], spans, convo_text: str, min_words: int) -> list[tuple]:
+def bare_role_turns(text: str, roles: tuple[str, ...], spans, convo_text: str, min_words: int,
+                    cut: bool = False) -> list[tuple]:
     # (spans: the fenced code blocks, or None to find them when needed)
     """Lines that are only a role name (the markers of a turn stripped) and open a turn the
     conversation does not have: [(offset, role, first line of the turn's text, how judged)].
@@ -903,6 +904,9 @@ def bare_role_turns(text: str, roles: tuple[str, ...], spans, convo_text: str, m
       on with an answer role line — not a heading or a field name followed by its description;
     * after ``assistant`` / ``model``: an answer — a second turn the model was not asked for;
     * after ``system``: a system prompt.
+    Role headers one after the other (``system`` / blank / ``user``) then text are a turn; with
+    ``cut`` (the response hit max_tokens) a role header at the very end of a finished answer is
+    one too.
     """
     out = []
     hits = _role_line_hits(text, roles)
@@ -918,7 +922,7 @@ def bare_role_turns(text: str, roles: tuple[str, ...], spans, convo_text: str, m
     for i, (pos, role, glued, end) in enumerate(hits):
         nxt = text[end:end + 600].lstrip("\r\n \t")
         first = nxt.split("\n", 1)[0].strip()
-        if first in role_set and i + 1 < len(hits) and _ends_turn(text, pos):
+        if first in role_set and i + 1 < len(hits) and not text[end:hits[i + 1][0]].strip():
             # role headers one after the other (``system`` / blank / ``user``: the template's
             # turn headers with an empty system prompt), then the turn's text
             after = text[hits[i + 1][3]:hits[i + 1][3] + 600].lstrip("\r\n \t")
@@ -933,6 +937,11 @@ def bare_role_turns(text: str, roles: tuple[str, ...], spans, convo_text: str, m
             if (len(rest) >= 2 and all(w in role_set for w in rest)
                     and (glued or _ends_turn(text, pos))):
                 out.append((pos, role, "", "empty"))
+                break
+            if cut and len(rest) == 1 and (glued or _ends_turn(text, pos)):
+                # a role header max_tokens cut right after, at the end of a finished answer: the
+                # model had opened the next turn
+                out.append((pos, role, "", "cut"))
                 break
             continue
         nfirst = norm_words(first)[:200]
@@ -1020,7 +1029,8 @@ def _in_inline_code(text: str, pos: int) -> bool:
     return text.count("`", line_start, pos) % 2 == 1
 
 
-def confabulated_turns(text: str, messages, min_words: int, chat_template: str | None = None) -> dict:
+def confabulated_turns(text: str, messages, min_words: int, chat_template: str | None = None,
+                       cut: bool = False) -> dict:
     """Chat-template turn markers and role lines that open a turn the conversation does not have.
 
     Returns {"markers": [(offset, marker, role)], "end_markers": [(offset, marker)],
@@ -1081,7 +1091,7 @@ def confabulated_turns(text: str, messages, min_words: int, chat_template: str |
         return res
     convo_text = " \n ".join(convo)
     if bare:
-        res["bare_roles"] = bare_role_turns(text, roles, spans, convo_text, min_words)
+        res["bare_roles"] = bare_role_turns(text, roles, spans, convo_text, min_words, cut=cut)
     if role_lines:
         if spans is None:
             spans = fence_spans(text)

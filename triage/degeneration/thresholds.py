@@ -150,6 +150,10 @@ class Thresholds:
     time or more: a response cut while restating a passage once (a list repeated under a new
     heading, a JSON object restarted) re-says up to 100 % of its tail, each 8-gram for the
     second time, and two copies are not a loop (the labelling rule)."""
+    runaway_markup_min_third_saying: float = 0.6
+    """Markup, code and data re-use their own 8-grams row after row (``</td></tr> <tr><td>``), so
+    a table or a JSON object restated once already says a third of its tail a third time; for
+    them most of the window (≥ 60 %) must be a third saying."""
     runaway_any_repeat8: float = 0.9
     """Code / markup / data repeat their structure legitimately: a JSON schema cut at max_tokens
     re-says up to ~85 % of its 8-grams.  For them only ≥ 90 % counts (growing ``nested-div-inner-
@@ -183,10 +187,18 @@ class Thresholds:
     counted, and is not judged by this."""
     """Without max_tokens and without a count in the request there is no telling a counter-only
     table from data someone generated: not judged."""
+    count_runaway_short_min_copies: int = 24
+    """…but a unit of one number and its separator (``| 20``, ``61,``) is a table row or a list of
+    numbers up to a few dozen: 24 of them."""
     count_request_factor: float = 1.5
     count_request_slack: int = 2
     """With a count in the request (``10 products``, ``1 to 20``): more than 1.5 × N + 2 items is
     far past what was asked; at most that is the answer (unless the items are one sentence)."""
+    repeated_items_min: int = 3
+    repeated_items_min_words: int = 3
+    """Three list items back to back with the same words (≥ 3 of them), only the number changing
+    (``11. Learn a new skill`` … ``13. Learn a new skill``): the labelling rule's counting loop.
+    A healthy list does not say one item three times."""
     list_overrun_min_extra: int = 5
     list_overrun_factor: float = 3.0
     """A list of one kind of item (numbered, one bullet, ``key:`` labels) longer than 1.5 × and

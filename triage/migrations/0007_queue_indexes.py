@@ -6,7 +6,9 @@ on (severity, id)); and on PostgreSQL
   UPPER(response) LIKE UPPER('%…%')), so a search that matches little does not read every
   response. pg_trgm is a trusted extension (PostgreSQL ≥ 13): the database owner may create it."""
 
-from django.db import migrations, models
+import warnings
+
+from django.db import DatabaseError, migrations, models, transaction
 
 POSTGRESQL_INDEXES = {
     "transcript_reasons_gin": "gin (reasons jsonb_path_ops)",
@@ -17,8 +19,16 @@ POSTGRESQL_INDEXES = {
 def create_postgresql_indexes(apps, schema_editor):
     if schema_editor.connection.vendor != "postgresql":
         return
-    schema_editor.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
-    for name, definition in POSTGRESQL_INDEXES.items():
+    indexes = dict(POSTGRESQL_INDEXES)
+    try:  # (a savepoint: a role that may not create the extension leaves the migration intact)
+        with transaction.atomic(using=schema_editor.connection.alias):
+            schema_editor.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+    except DatabaseError as exc:
+        del indexes["transcript_response_trgm"]
+        warnings.warn(f"pg_trgm is not available ({exc}); the queue's text search runs without its index "
+                      f"(slow on large tables). A superuser can run CREATE EXTENSION pg_trgm and re-run "
+                      f"this migration.", stacklevel=1)
+    for name, definition in indexes.items():
         schema_editor.execute(f"CREATE INDEX IF NOT EXISTS {name} ON triage_transcript USING {definition}")
 
 

@@ -185,6 +185,55 @@ PROMPTS_3 = [
     "Describe your ideal weekend in three sentences.",
 ]
 
+# A fourth, fresh set (``--set 4``): the held-out test of round 4, written before its outputs were
+# seen (round 4 tunes on sets 1–3).
+PROMPTS_4 = [
+    "Write a Python function that merges two sorted lists.",
+    "Write a PowerShell script that lists the largest files in a folder.",
+    "Write a Kotlin data class for a movie and a function that sorts movies by year.",
+    "Write a C++ class for a stack with push and pop.",
+    "Write an nginx config that serves a static site and proxies /api.",
+    "Write a SQL schema for a library with books, members and loans.",
+    "Write an HTML page for a dentist's office with opening hours.",
+    "Write an HTML table of the planets with their diameter and number of moons.",
+    "Write a nested HTML list of a company's departments and teams.",
+    "Write an HTML newsletter signup form with validation hints.",
+    "List 15 musical instruments and the family they belong to.",
+    "Give me a numbered list of 12 ideas for a birthday party.",
+    "List the continents with their largest country.",
+    "Write the even numbers from 2 to 40.",
+    "List 6 ways to reduce plastic waste at home.",
+    "Give me the steps to change a bicycle tire.",
+    "Write a numbered recipe for tomato soup.",
+    "Make a markdown table of the multiplication table of 6.",
+    "Make a markdown table of 10 animals with their habitat and diet.",
+    "Write a JSON array of 7 cars with make, model and year.",
+    "Create a CSV of 15 products with sku, name, price and stock.",
+    "Write a YAML docker-compose file with a web app and a database.",
+    "Write a JSON document describing a menu with nested categories and items.",
+    "Make a table of the numbers 1 to 15 with their binary form.",
+    "Write a story about a postman who delivers letters to the moon.",
+    "Tell me a story about an owl who cannot sleep at night.",
+    "Write a story about two kids building a raft.",
+    "Write a detective story set on a cruise ship.",
+    "Write a poem about the mountains in winter.",
+    "Write a lullaby with a repeating last line.",
+    "Write a poem about a train that repeats 'clickety clack'.",
+    "Write a sea shanty with a chorus.",
+    "Explain how the heart pumps blood.",
+    "Explain how a solar panel makes electricity.",
+    "What is the difference between a democracy and a republic?",
+    "Explain how a mortgage works.",
+    "Explain big O notation with examples.",
+    "Why is the sky blue?",
+    "Write a dialogue between a teacher and a student about homework.",
+    "Write an interview with an astronaut.",
+    "Give me 6 slogans for a gym.",
+    "Say 'happy birthday' in twelve languages.",
+    "Write a shopping list for a week of healthy meals.",
+    "Describe a sunrise in two sentences.",
+]
+
 # (temperature, mode, max_tokens) — every prompt runs under each.
 SETTINGS = [
     (0.0, "normal", 300),
@@ -204,8 +253,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).with_name("heldout_raw.jsonl")))
     ap.add_argument("--limit", type=int, default=0, help="only the first N jobs (a quick look)")
     ap.add_argument("--batch", type=int, default=48)
-    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3),
-                    help="the prompt set (2: PROMPTS_2, 3: PROMPTS_3; other seeds)")
+    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4),
+                    help="the prompt set (2: PROMPTS_2, 3: PROMPTS_3, 4: PROMPTS_4; other seeds)")
     args = ap.parse_args(argv)
 
     import torch
@@ -230,7 +279,8 @@ def main(argv=None) -> int:
     engine._sample_and_emit = masked
 
     jobs = []
-    prompts, prefix, salt = {1: (PROMPTS, "p", 0), 2: (PROMPTS_2, "q", 104729), 3: (PROMPTS_3, "r", 209459)}[args.set]
+    prompts, prefix, salt = {1: (PROMPTS, "p", 0), 2: (PROMPTS_2, "q", 104729), 3: (PROMPTS_3, "r", 209459),
+                              4: (PROMPTS_4, "s", 314159)}[args.set]
     for si, (temp, mode, max_tokens) in enumerate(SETTINGS):
         for pi, prompt in enumerate(prompts):
             jid = f"{prefix}{pi:02d}-t{temp:g}-{mode}"

@@ -308,3 +308,14 @@ def test_a_count_in_the_request_that_is_not_a_repetition_request_excuses_nothing
     # the object of the request, not any word of it: "hello" was asked for, "world" was not
     ask = [{"role": "user", "content": "Write the word 'hello' 50 times, then say hello world once."}]
     assert analyze(" ".join(["world"] * 50), finish_reason="stop", messages=ask).degenerate
+
+
+def test_every_finding_code_is_listed_in_reason_codes():
+    """The queue's reason filter offers REASON_CODES: a new finding must be added there."""
+    import re
+    from pathlib import Path
+
+    from triage.degeneration import REASON_CODES
+    source = (Path(__file__).resolve().parents[1] / "analyze.py").read_text(encoding="utf-8")
+    emitted = set(re.findall(r'Reason\(\s*"([a-z_]+)"', source))
+    assert emitted and emitted <= set(REASON_CODES), emitted - set(REASON_CODES)

@@ -324,3 +324,63 @@ def test_a_rotation_still_running_when_max_tokens_cut_it():
             "## About me\n" + "".join(rot) + "I am here to help you. I am a highly")
     a = analyze(text, finish_reason="length", messages=_ask("Recommend three movies for a rainy day."))
     assert a.degenerate and a.reasons[0].code == "near_verbatim_loop", [r.message for r in a.reasons]
+
+
+# ---- round 4: the shapes heldout3 missed (written here from their definitions) ----------------
+
+def test_the_same_list_item_three_times_with_new_numbers():
+    item = "**Baking soda**: used for baking and made of high-quality baking soda."
+    text = ("Here are 5 kitchen tools:\n\n1. **Whisk**: beats eggs and cream.\n\n2. **Ladle**: serves soup.\n\n"
+            + "".join(f"{i}. {item}\n\n" for i in (3, 4, 5)) + "These are a few of them.")
+    a = analyze(text, finish_reason="stop", messages=_ask("List 5 kitchen tools."))
+    assert a.degenerate and "same list item 3 times" in a.reasons[0].message
+    # nearly the same words (a word or two changed) count too
+    near = ("1. The bluefin is a large fish found in the Mediterranean Sea that can grow up to five feet long.\n"
+            "2. The bluefin is a large fish found in the Mediterranean Sea that can grow up to five feet in length.\n"
+            "3. The bluefin is a large fish found in the Mediterranean Sea which can grow up to five feet long.\n")
+    assert analyze(near, finish_reason="stop", messages=_ask("List 20 ocean animals.")).degenerate
+    # items that share a template but say different things are a list
+    ok = "\n".join(f"{i}. **{w}**: a tool used for {u}." for i, (w, u) in enumerate(
+        [("Whisk", "beating eggs"), ("Ladle", "serving soup"), ("Grater", "grating cheese")], 1))
+    assert not analyze(ok, finish_reason="stop", messages=_ask("List 3 kitchen tools.")).degenerate
+
+
+def test_table_rows_far_past_the_requested_count():
+    rows = "".join(f"| {c} | USD |\n" for c in ["China", "India", "Brazil", "Mexico", "Japan", "Chile"] * 5)
+    text = "| Country | Currency |\n|---|---|\n" + rows + "| Peru |"
+    a = analyze(text, finish_reason="length", messages=_ask("Make a table of 8 countries with their currency."))
+    assert a.degenerate and "counting_loop" in _codes(a)
+    ok = "| Country | Currency |\n|---|---|\n" + "".join(
+        f"| {c} | {m} |\n" for c, m in [("China", "CNY"), ("India", "INR"), ("Brazil", "BRL"), ("Japan", "JPY"),
+                                         ("Mexico", "MXN"), ("Chile", "CLP"), ("Peru", "PEN"), ("Kenya", "KES")])
+    assert not analyze(ok, finish_reason="stop", messages=_ask("Make a table of 8 countries.")).degenerate
+
+
+def test_a_role_header_cut_by_max_tokens_after_a_finished_answer():
+    text = "Water the seedling every morning and give it a stake once it is a foot tall.\nsystem"
+    a = analyze(text, finish_reason="length", messages=_ask("How do I plant a tomato seedling?"))
+    assert a.degenerate and "max_tokens cut" in a.reasons[0].message
+    # the same line when the response stopped by itself is not judged a turn
+    assert not analyze(text, finish_reason="stop", messages=_ask("How do I plant a tomato seedling?")).degenerate
+
+
+def test_a_table_restated_once_at_max_tokens_is_two_copies():
+    rows = "".join(f"<tr><th>{s}</th><td>{d}</td></tr>\n" for s, d in [
+        ("Aries", "March 21"), ("Taurus", "April 20"), ("Gemini", "May 21"), ("Cancer", "June 21"),
+        ("Leo", "July 23"), ("Virgo", "August 23"), ("Libra", "September 23"), ("Scorpio", "October 23")])
+    text = "<table>\n" + rows + "</table>\n\nThis is the table of the zodiac signs:\n\n<table>\n" + rows[:-40]
+    a = analyze(text, finish_reason="length", messages=_ask("Write an HTML table of the 12 zodiac signs."))
+    assert "runaway_repetition" not in _codes(a) and not a.degenerate, [r.message for r in a.reasons]
+
+
+def test_numbered_html_rows_of_dates_are_not_a_near_loop():
+    rows = "".join(f"  <tr>\n    <td>{i}</td>\n    <td>2023-0{i}-01</td>\n  </tr>\n" for i in range(1, 8))
+    a = analyze("<table>\n" + rows, finish_reason="length", messages=_ask("Write an HTML table of the 12 zodiac signs."))
+    assert "fuzzy_loop" not in _codes(a)
+
+
+def test_a_row_of_consecutive_numbers_is_a_table_row():
+    text = "| Table of 9 |\n| " + " | ".join(str(i) for i in range(1, 11)) + " |\n| " + " | ".join(
+        str(i) for i in range(10, 22)) + " |\n| 20 | 21 | 22"
+    assert "counting_loop" not in _codes(analyze(text, finish_reason="length",
+                                                 messages=_ask("Make a markdown table of the multiplication table of 9.")))
