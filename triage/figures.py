@@ -23,7 +23,9 @@ CONTROL = "#7f7f7f"      # grey: the temperature-0 control
 DEGENERATE = "#d62728"   # red
 HEALTHY = "#2ca02c"      # green
 NOISE = "#bcbd22"        # olive: the noise floor
-PALETTE = ("#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#2ca02c", "#d62728", "#bcbd22")
+NEUTRAL = "#6b7280"      # slate: counts that are no arm (flags)
+# other arms, models and profiles: stable by name, none of the colours above (red never means an arm)
+PALETTE = ("#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#8c6d31")
 FONT = dict(family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size=13)
 
 
@@ -161,12 +163,12 @@ def rate_over_time(rows: Iterable[dict], *, group_label: str, bucket_label: str)
     for r in rows:
         series[r["group"] or "(none)"].append((r["bucket"], r["n"], r["degenerate"]))
     fig = go.Figure()
-    for i, (group, points) in enumerate(sorted(series.items())):
+    for group, points in sorted(series.items()):
         points.sort()
         fig.add_trace(go.Scatter(
             x=[p[0] for p in points], y=[100 * p[2] / p[1] if p[1] else None for p in points],
             customdata=[[p[1], p[2], group] for p in points], mode="lines+markers", name=group,
-            line=dict(color=PALETTE[i % len(PALETTE)]),
+            line=dict(color=arm_color(group)),  # (the stock profile is blue here too)
             hovertemplate="%{x}: %{y:.1f}% degenerate (%{customdata[1]} of %{customdata[0]})<extra>%{customdata[2]}</extra>"))
     fig.update_yaxes(rangemode="tozero")
     buckets = {p[0] for points in series.values() for p in points}

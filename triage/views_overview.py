@@ -31,7 +31,7 @@ def overview_view(request):
                 data["reasons"], title="Top degeneration reasons", x="reason", y="degenerate transcripts"),
                 "fig-reasons")})
         figs.append({"id": "fig-flags", "filter": "flag_status", "html": figures.to_div(figures.counts_bar(
-            data["flags"], title="Flags by status", x="status", y="flags", color=figures.STOCK), "fig-flags")})
+            data["flags"], title="Flags by status", x="status", y="flags", color=figures.NEUTRAL), "fig-flags")})
     return render(request, "triage/overview.html", {
         "o": data, "figures": figs, "ranges": list(selectors.OVERVIEW_RANGES),
         "list_url": reverse("transcript-list"),

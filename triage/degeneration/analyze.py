@@ -15,7 +15,8 @@ from . import near_verbatim as NV
 from . import nesting as N
 from .thresholds import DEFAULT, Thresholds
 
-VERSION = "3"  # 3: bare role lines, counting loops, near-verbatim loops, nesting, logprob evidence (session 12)
+VERSION = "4"  # 4: symbol floods, list overruns and repeated items, turn headers, third sayings (session 13)
+# 3: bare role lines, counting loops, near-verbatim loops, nesting, logprob evidence (session 12)
 # 2: repeat runs, character loops, CJK tokens, requested repetition (session 6)
 
 LOOP_CODES = ("tail_loop", "fuzzy_loop", "counting_loop", "near_verbatim_loop", "repeat_run", "line_run",

@@ -89,3 +89,21 @@ def test_overview_in_a_real_browser(live_server, browser, browser_login):
         assert errors == []
     finally:
         page.close()
+
+
+def test_colours_mean_the_same_on_every_page():
+    """The stock kernel profile is the stock arm's blue on the overview too; no other group gets a
+    colour that means something else (stock, control, degenerate, healthy, the noise floor)."""
+    from datetime import datetime, timezone as tz
+
+    from triage import figures
+
+    t = datetime(2026, 12, 1, tzinfo=tz.utc)
+    rows = [{"bucket": t, "group": g, "n": 10, "degenerate": 2} for g in ("stock", "sparse-64", "fp8-kv", "")]
+    fig = figures.rate_over_time(rows, group_label="kernel profile", bucket_label="day")
+    colours = {tr.name: tr.line.color for tr in fig.data}
+    assert colours["stock"] == figures.STOCK
+    reserved = {figures.STOCK, figures.CONTROL, figures.DEGENERATE, figures.HEALTHY, figures.NOISE}
+    assert not {c for n, c in colours.items() if n != "stock"} & reserved
+    # the same name, the same colour, wherever it is drawn
+    assert colours["sparse-64"] == figures.arm_color("sparse-64")
