@@ -401,15 +401,13 @@ def transcript_ingest_batch(*, source: str, payloads: list[Any], api_key: ApiKey
                 result = IngestResult(CREATED, row.request_id, id=created[row.request_id], index=item.index,
                                       degenerate=row.degenerate, flagged=row.flagged, warnings=row.warnings)
                 stored[row.request_id] = (result.id, item.content_hash, result)
-            elif row.request_id in lost:
+            elif row.request_id in lost:  # another client inserted it first: a replay of its row
                 pk, digest = lost[row.request_id]
                 result = _replay_result(item, pk, digest)
+                stored[row.request_id] = (pk, digest, result)  # (repeats in this batch are judged against it)
             else:  # the conflicting row was deleted before we could re-read it
                 result = IngestResult(CONFLICT, row.request_id, index=item.index, errors={"request_id": [
                     f"'{row.request_id}' was being deleted while this request ran; send it again."]})
-                results[item.index] = result
-                continue
-                stored[row.request_id] = (pk, digest, result)
             results[item.index] = result
 
     for item in repeats:

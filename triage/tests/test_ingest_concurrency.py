@@ -101,3 +101,38 @@ def test_concurrent_clients_never_duplicate_or_lose(postgres_transactional_db, l
     assert len(created) == TRANSCRIPTS and set(created.values()) == {1}  # each created exactly once
     assert statuses["created"] + statuses["duplicate"] == CLIENTS * (TRANSCRIPTS + 4 * BATCH)
     assert Flag.objects.filter(reason="auto").count() == TRANSCRIPTS // 100  # one auto flag each, no doubles
+
+
+@pytest.mark.services
+def test_a_repeated_id_whose_first_copy_lost_the_insert_race_is_a_replay(postgres_transactional_db, monkeypatch):
+    """One batch holds request_id X twice; another client inserts X between this batch's replay
+    lookup and its insert. The first copy loses the race (a replay of the other client's row), and
+    the second copy must be judged against that row too — not a false "was being deleted" conflict."""
+    from triage import services
+
+    payload = transcript_payload("race-x")
+    real_store = services._store_with_retries
+    raced = []
+
+    def other_client_first(*, source, rows):
+        if raced:  # (the other client's own insert, and any later one, go straight through)
+            return real_store(source=source, rows=rows)
+        raced.append(True)
+
+        def insert():  # another client, on its own connection, wins the insert
+            from django.db import connection
+            try:
+                services.transcript_ingest(source=source, payload=transcript_payload("race-x"))
+            finally:
+                connection.close()
+        thread = threading.Thread(target=insert)
+        thread.start()
+        thread.join()
+        return real_store(source=source, rows=rows)
+
+    monkeypatch.setattr(services, "_store_with_retries", other_client_first)
+    first, second = services.transcript_ingest_batch(source="router-a", payloads=[payload, dict(payload)])
+    assert Transcript.objects.filter(source="router-a", request_id="race-x").count() == 1
+    row = Transcript.objects.get(source="router-a", request_id="race-x")
+    assert (first.status, first.id) == (services.DUPLICATE, row.pk), first
+    assert (second.status, second.id) == (services.DUPLICATE, row.pk), second
