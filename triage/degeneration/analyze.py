@@ -492,6 +492,8 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
         mt["tail_third_saying_8"] = _r(tail_twice8)
         mt["tail_word_share"] = _r(word_share)
         prose_tail = word_share >= T.runaway_prose_word_share
+        phrase = M.tail_phrase_count(ids, toks.is_word, window=T.runaway_phrase_window) if not loop_fired else 0
+        mt["tail_phrase_count"] = phrase
         if not loop_fired and L >= T.runaway_window_min_tokens and (
                 (tail_rep8 >= T.runaway_any_repeat8 and tail_twice8 >= (
                     T.runaway_min_third_saying if prose_tail else T.runaway_markup_min_third_saying))
@@ -502,6 +504,12 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                 f"{window + 7} tokens had already appeared earlier in the response ({_pct(tail_twice8)} at least "
                 f"twice)", T.sev_runaway_repetition,
                 (int(toks.starts[L - window - 7]), len(text))))
+        elif not loop_fired and phrase >= T.runaway_phrase_min_count:
+            a = int(toks.starts[max(0, L - T.runaway_phrase_window)])
+            reasons.append(Reason(
+                "runaway_repetition",
+                f"hit max_tokens while circling on one phrase: a 7-token phrase occurs {phrase} times in the last "
+                f"{min(L, T.runaway_phrase_window)} tokens", T.sev_runaway_repetition, (a, len(text))))
         reasons.append(Reason("runaway", "finish_reason=length: the response hit max_tokens", T.sev_runaway))
 
     # ---- markup flood ------------------------------------------------------------------------

@@ -312,6 +312,25 @@ def tail_repeat(ids: np.ndarray, n: int = 4, window: int | None = None) -> tuple
     return np.count_nonzero(seen[count - k:]) / k, k, np.count_nonzero(twice[count - k:]) / k
 
 
+def tail_phrase_count(ids: np.ndarray, words: np.ndarray, n: int = 7, window: int = 128,
+                      min_words: int = 5) -> int:
+    """How many times the most repeated phrase of the last ``window`` tokens occurs there: the
+    n-grams with ≥ ``min_words`` word tokens (not markup or punctuation runs).  A response cut
+    while circling on one clause says it again and again within a few sentences."""
+    L = int(ids.size)
+    if L < n + window // 2:
+        return 0
+    a = max(0, L - window)
+    g = _ngram_hashes(ids[a:], n)
+    w = np.cumsum(np.concatenate(([0], words[a:].astype(np.int32))))
+    g = g[(w[n:] - w[:-n]) >= min_words]
+    if g.size == 0:
+        return 0
+    g.sort()
+    heads = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1], [True])))
+    return int(np.diff(heads).max())
+
+
 def seq_rep(ids: np.ndarray, n: int) -> float:
     if ids.size < n:
         return 0.0

@@ -154,6 +154,13 @@ class Thresholds:
     """Markup, code and data re-use their own 8-grams row after row (``</td></tr> <tr><td>``), so
     a table or a JSON object restated once already says a third of its tail a third time; for
     them most of the window (≥ 60 %) must be a third saying."""
+    runaway_phrase_window: int = 128
+    runaway_phrase_min_count: int = 4
+    """…or one phrase (7 tokens, ≥ 5 of them words) said 4 or more times in the last 128 tokens of a
+    response cut by max_tokens: the model circling on one clause (``…produce antibodies that can
+    fight off the disease, and it is designed to produce antibodies that can fight off the disease.
+    The immune system is trained to produce antibodies that can fight off the``).  Healthy text
+    cut by max_tokens says a 7-word phrase at most two or three times in so short a stretch."""
     runaway_any_repeat8: float = 0.9
     """Code / markup / data repeat their structure legitimately: a JSON schema cut at max_tokens
     re-says up to ~85 % of its 8-grams.  For them only ≥ 90 % counts (growing ``nested-div-inner-
