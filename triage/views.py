@@ -5,6 +5,7 @@ from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django.views.generic import DetailView
 
@@ -56,7 +57,7 @@ class TranscriptDetailView(DetailView):
                 context["default_arms"] = start_form_defaults(t)
             except Exception as exc:  # noqa: BLE001 - no stock profile / backend yet: say so, show the form empty
                 context["default_arms"] = []
-                messages.warning(self.request, f"Default arms unavailable: {exc}")
+                messages.warning(self.request, f"Default arms unavailable: {exc}", extra_tags="experiment")
             context["profiles"] = profiles_for_form()
             context["default_samples"] = settings.EXPERIMENT_DEFAULT_SAMPLES
         context["flag_form"] = FlagForm()
@@ -108,12 +109,13 @@ def flag_create_view(request, pk: int):
     transcript = get_object_or_404(Transcript, pk=pk)
     form = FlagForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Flag not saved: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        messages.error(request, "Flag not saved: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()),
+                       extra_tags="flags")
     else:
         services.flag_create(transcript=transcript, reason=form.cleaned_data["reason"],
                              note=form.cleaned_data["note"], user=request.user, source="ui")
-        messages.success(request, "Flagged.")
-    return redirect("transcript-detail", pk=pk)
+        messages.success(request, "Flagged.", extra_tags="flags")
+    return redirect(reverse("transcript-detail", args=[pk]) + "#flags")
 
 
 @require_POST
@@ -123,11 +125,11 @@ def flag_status_view(request, pk: int, flag_id: int):
     flag = get_object_or_404(Flag, pk=flag_id, transcript_id=pk)
     form = FlagStatusForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Unknown status.")
+        messages.error(request, "Unknown status.", extra_tags="flags")
     else:
         try:
             services.flag_update_status(flag=flag, status=form.cleaned_data["status"], user=request.user)
-            messages.success(request, f"Flag {flag.pk} is now {form.cleaned_data['status']}.")
+            messages.success(request, f"Flag {flag.pk} is now {form.cleaned_data['status']}.", extra_tags="flags")
         except services.FlagTransitionError as exc:
-            messages.error(request, str(exc))
-    return redirect("transcript-detail", pk=pk)
+            messages.error(request, str(exc), extra_tags="flags")
+    return redirect(reverse("transcript-detail", args=[pk]) + "#flags")

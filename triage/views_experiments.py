@@ -14,6 +14,7 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 
@@ -204,8 +205,8 @@ def experiment_start_view(request, transcript_pk: int):
             return redirect("experiment-detail", pk=experiment.pk)
         except ExperimentInputError as exc:
             errors.extend(f"{k}: {v}" for k, v in exc.errors.items())
-    messages.error(request, "Experiment not started — " + "; ".join(errors))
-    return redirect("transcript-detail", pk=transcript.pk)
+    messages.error(request, "Experiment not started — " + "; ".join(errors), extra_tags="experiment")
+    return redirect(reverse("transcript-detail", args=[transcript.pk]) + "#start-experiment")
 
 
 def profiles_for_form():
