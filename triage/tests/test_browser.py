@@ -74,7 +74,7 @@ def test_login_list_and_detail_in_a_real_browser(live_server, browser):
         page.close()
 
 
-def test_the_queue_moves_with_j_k_and_opens_with_o_and_f(live_server, browser):
+def test_the_queue_moves_with_j_k_and_opens_with_o_and_f(live_server, browser, browser_login):
     ensure_groups()
     user = get_user_model().objects.create_user("ops2", password="correct-horse-battery")
     user.groups.add(Group.objects.get(name=OPS))
@@ -82,10 +82,7 @@ def test_the_queue_moves_with_j_k_and_opens_with_o_and_f(live_server, browser):
         Transcript.objects.create(source="s", request_id=f"queue-{i}", content_hash=f"q{i}", model="m", response="r")
     page = browser.new_page()
     try:
-        page.goto(live_server.url + "/accounts/login/?next=/transcripts/")
-        page.fill("input[name=username]", "ops2")
-        page.fill("input[name=password]", "correct-horse-battery")
-        page.click("button[type=submit]")
+        browser_login(page, live_server.url, "ops2", "correct-horse-battery", next_url="/transcripts/")
         page.wait_for_selector("table.queue tr.row")
         page.keyboard.press("j")
         page.keyboard.press("j")
@@ -106,7 +103,7 @@ def test_the_queue_moves_with_j_k_and_opens_with_o_and_f(live_server, browser):
         page.close()
 
 
-def test_the_queue_filters_selects_two_rows_and_bulk_flags_them(live_server, browser):
+def test_the_queue_filters_selects_two_rows_and_bulk_flags_them(live_server, browser, browser_login):
     ensure_groups()
     user = get_user_model().objects.create_user("ops3", password="correct-horse-battery")
     user.groups.add(Group.objects.get(name=OPS))
@@ -117,10 +114,7 @@ def test_the_queue_filters_selects_two_rows_and_bulk_flags_them(live_server, bro
                               temperature=0.6)
     page = browser.new_page()
     try:
-        page.goto(live_server.url + "/accounts/login/?next=/transcripts/")
-        page.fill("input[name=username]", "ops3")
-        page.fill("input[name=password]", "correct-horse-battery")
-        page.click("button[type=submit]")
+        browser_login(page, live_server.url, "ops3", "correct-horse-battery", next_url="/transcripts/")
         page.wait_for_selector("table.queue tr.row")
         page.check("form.filters input[name=degenerate]")
         page.fill("input[name=temperature_min]", "0.5")
