@@ -29,6 +29,7 @@ from django.db import DatabaseError, IntegrityError, OperationalError, connectio
 from django.utils import timezone
 from rest_framework import serializers as drf_serializers
 
+from kernels.settings import KernelSettings, KernelSettingsError
 from triage import content_codec
 from triage.api_errors import flatten_errors
 from triage.models import ApiKey, Flag, KernelProfile, Transcript
@@ -233,6 +234,30 @@ def transcript_metrics(*, text: str, finish_reason: str = "", messages: list | N
 # --- ingestion -------------------------------------------------------------------------
 
 
+def _settings_key(kernel: Any) -> str | None:
+    """Kernel settings in one canonical form (defaults filled in), for matching them to a profile."""
+    if not isinstance(kernel, dict) or not kernel:
+        return None
+    try:
+        return json.dumps(KernelSettings.from_dict(kernel).to_dict(), sort_keys=True)
+    except (KernelSettingsError, TypeError, ValueError):
+        return None
+
+
+def _profiles_by_settings(items) -> dict[str, KernelProfile]:
+    """The profiles whose settings equal those of a transcript that names no profile (a router that
+    sends its kernel settings but not the profile's name): one query, only when such a row exists.
+    Two profiles with the same settings: the first by name."""
+    if not any(_settings_key(i.data.get("kernel")) and not i.data.get("kernel_profile") for i in items):
+        return {}
+    out: dict[str, KernelProfile] = {}
+    for profile in KernelProfile.objects.order_by("name"):
+        key = _settings_key(profile.settings)
+        if key is not None:
+            out.setdefault(key, profile)
+    return out
+
+
 def _build_transcript(item: _Prepared, *, source: str, profile: KernelProfile | None, now) -> Transcript:
     data = item.data
     response = data["response"]
@@ -392,7 +417,9 @@ def transcript_ingest_batch(*, source: str, payloads: list[Any], api_key: ApiKey
             stored[rid] = (pk, digest, result)
 
         now = timezone.now()
-        rows = [_build_transcript(item, source=source, profile=profiles.get(item.data.get("kernel_profile")), now=now)
+        by_settings = _profiles_by_settings(primaries.values())
+        rows = [_build_transcript(item, source=source, now=now, profile=profiles.get(item.data.get("kernel_profile"))
+                                  or by_settings.get(_settings_key(item.data.get("kernel"))))
                 for item in primaries.values()]
         created, lost = _store_with_retries(source=source, rows=rows)
         for row in rows:

@@ -84,3 +84,20 @@ def test_ingest_result_dict_matches_the_documented_schema():
     assert set(result.to_dict()) == set(IngestResultOutput().fields)
     serializer = IngestResultOutput(data=result.to_dict())
     assert serializer.is_valid(), serializer.errors
+
+
+def test_kernel_settings_without_a_profile_name_link_the_profile_with_those_settings():
+    """A router that sends its kernel settings but not the profile's name: the transcript joins the
+    profile whose settings are the same (defaults filled in), so it counts in the per-profile views."""
+    from triage.models import KernelProfile
+
+    sparse = KernelProfile.objects.create(name="sparse-x", settings={"attention": "sparse", "sparse_budget": 256})
+    KernelProfile.objects.create(name="dense-x", settings={"attention": "dense"})
+    same = transcript_payload("kp-1", kernel={"attention": "sparse", "sparse_budget": 256, "page_size": 16})
+    other = transcript_payload("kp-2", kernel={"attention": "sparse", "sparse_budget": 128})
+    named = transcript_payload("kp-3", kernel={"attention": "sparse", "sparse_budget": 256}, kernel_profile="dense-x")
+    services.transcript_ingest_batch(source="demo", payloads=[same, other, named])
+    rows = {t.request_id: t for t in Transcript.objects.filter(request_id__startswith="kp-")}
+    assert rows["kp-1"].kernel_profile == sparse
+    assert rows["kp-2"].kernel_profile is None          # no profile has those settings
+    assert rows["kp-3"].kernel_profile.name == "dense-x"  # a name the router sends wins
