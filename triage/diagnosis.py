@@ -17,6 +17,23 @@ from typing import Any
 
 SAMPLING, KERNEL, MODEL_OR_PROMPT, INCONCLUSIVE = "sampling", "kernel", "model_or_prompt", "inconclusive"
 PRIORITY = (KERNEL, MODEL_OR_PROMPT, SAMPLING)
+# Each verdict in words, and what to do next (the experiment page and the report show them).
+VERDICTS = {
+    KERNEL: ("A kernel bug",
+             "A kernel setting changes the model's output beyond the noise floor. Serve the affected traffic with "
+             "the stock kernels while it is fixed; the KL plot marks the first token where the kernel departs from "
+             "stock, and the ablation arms (if any) name the component."),
+    SAMPLING: ("Sampling, not the kernels",
+               "Greedy decoding (temperature 0) made the degeneration: at the production temperature the same "
+               "kernels are healthy. Serve with sampling (e.g. T=0.6, top_p 0.95), and debug at production "
+               "settings, not at T=0."),
+    MODEL_OR_PROMPT: ("The model or the prompt",
+                      "Stock kernels at the production temperature degenerate too, so the kernels are not the "
+                      "cause. Look at the prompt, max_tokens, the stop condition or the model itself."),
+    INCONCLUSIVE: ("Inconclusive",
+                   "The intervals are too wide to decide. Start the experiment again with more samples per arm "
+                   "(the evidence says about how many)."),
+}
 
 
 @dataclass(frozen=True)

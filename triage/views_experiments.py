@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 
-from triage import figures, rendering
+from triage import diagnosis, figures, rendering
 from triage.experiments import arms as arm_planning
 from triage.experiments import selectors, services
 from triage.experiments.arms import ExperimentInputError
@@ -44,8 +44,13 @@ def _figures(detail: dict, samples: list[dict]) -> list[dict]:
         fid = f"fig-{metric.replace('_', '-')}"
         out.append({"id": fid, "html": figures.to_div(figures.distribution(samples, arms, metric), fid)})
     if any(d.get("positions") for d in detail["divergence"]):
+        stock = next((a for a in arms if a["role"] == "stock"), None)
+        same = stock is not None and all(a["kernel"] == stock["kernel"] for a in arms)
         out.append({"id": "fig-kl", "html": figures.to_div(figures.kl_positions(detail["divergence"], arms), "fig-kl"),
-                    "wide": True})
+                    "wide": True,
+                    "note": ("Every arm runs the stock kernels, so KL is 0 at every token: the line is flat by "
+                             "construction. Add an arm with another kernel profile or kernel overrides to test "
+                             "the kernels.") if same else ""})
     if len(detail["cases"]) > 1:
         out.append({"id": "fig-cases", "html": figures.to_div(figures.case_rates(detail["cases"], arms), "fig-cases"),
                     "wide": True})
@@ -104,6 +109,12 @@ def _word_diff(a: str, b: str, limit: int = 4000) -> list[dict]:
     return out
 
 
+def verdict_text(verdict: str | None) -> dict:
+    """The verdict in words and what to do next (diagnosis.VERDICTS), for a newcomer."""
+    title, next_step = diagnosis.VERDICTS.get(verdict or "", ("", ""))
+    return {"title": title, "next": next_step}
+
+
 def _context(request, experiment: Experiment) -> dict:
     # (while it runs the page shows progress only: no KL positions to load on every poll)
     with_positions = experiment.status not in RUNNING
@@ -111,7 +122,8 @@ def _context(request, experiment: Experiment) -> dict:
     running = detail["status"] in RUNNING
     if not running and not with_positions:  # (it ended meanwhile)
         detail = selectors.experiment_detail(experiment=experiment)
-    ctx = {"e": detail, "running": running, "can_experiment": can_experiment(request.user)}
+    ctx = {"e": detail, "running": running, "can_experiment": can_experiment(request.user),
+           "verdict": verdict_text(detail.get("verdict"))}
     if not running:
         samples = list(selectors.experiment_samples(experiment=experiment))
         ctx["figures"] = _figures(detail, samples)

@@ -483,3 +483,34 @@ def test_experiment_page_renders_sample_fences_as_code_blocks_escaped(engineer, 
     body = report.content.decode()
     assert '<pre><code class="language-html">' in body and "&lt;script&gt;alert(1)&lt;/script&gt;" in body
     assert "<script>alert(1)" not in body
+
+
+@pytest.mark.parametrize("verdict", ["sampling", "kernel", "model_or_prompt", "inconclusive"])
+def test_experiment_page_says_the_verdict_in_words_and_what_to_do_next(engineer, stock_served, verdict):
+    from triage.diagnosis import VERDICTS
+
+    experiment = services.experiment_start(transcripts=[stock_served], samples=1, arms=[{"profile": "stock"}],
+                                           dispatch=False)
+    Experiment.objects.filter(pk=experiment.pk).update(
+        status=Experiment.Status.DONE, verdict=verdict,
+        diagnosis={"verdict": verdict, "summary": "the summary", "evidence": ["one fact"]})
+    html = engineer.get(f"/experiments/{experiment.pk}/").content.decode()
+    title, next_step = VERDICTS[verdict]
+    assert f'Diagnosis: {title} <span class="verdict-code">{verdict}</span>' in html
+    assert "What to do next:" in html and next_step.split(".")[0].replace("'", "&#x27;") in html
+
+
+def test_the_kl_figure_says_why_it_is_flat_when_every_arm_runs_the_stock_kernels():
+    from triage.views_experiments import _figures
+
+    kernel = {"attention": "dense"}
+    arms = [{"id": 1, "name": "stock", "role": "stock", "kernel": kernel, "stats": {}},
+            {"id": 2, "name": "greedy-control", "role": "control", "kernel": kernel, "stats": {}}]
+    divergence = [{"arm": "greedy-control", "arm_id": 2, "kind": "kernel", "summary": {"mean": 0.0},
+                   "threshold": 0.1, "positions": [{"kl": 0.0, "token": "a"}, {"kl": 0.0, "token": "b"}]}]
+    detail = {"arms": arms, "divergence": divergence, "cases": [{}]}
+    (kl,) = [f for f in _figures(detail, []) if f["id"] == "fig-kl"]
+    assert "flat by construction" in kl["note"]
+    arms[1] = {**arms[1], "name": "sparse", "role": "candidate", "kernel": {"attention": "sparse"}}
+    (kl,) = [f for f in _figures({**detail, "arms": arms}, []) if f["id"] == "fig-kl"]
+    assert kl["note"] == ""
