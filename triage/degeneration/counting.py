@@ -198,7 +198,9 @@ def _only_deeper_between(text: str, a: int, b: int, indent: int) -> bool:
 
 
 _ITEM_TEXT_RE = re.compile(r"^[ \t]*(?:\d{1,4}[.)]|[-*\u2022+])[ \t]+(?P<text>.+)$", re.M)
-_WORDS_RE = re.compile(r"[^\W\d_]{2,}")
+# digits, punctuation and markup to spaces: what is left, split, are an item's words (ASCII-fast;
+# other scripts' letters stay)
+_NOT_LETTERS = str.maketrans({c: " " for c in "0123456789_!\"#$%&'()*+,-./:;<=>?@[\\]^`{|}~\t\r\n"})
 
 
 def repeated_items(text: str) -> tuple[int, int, int, int] | None:
@@ -215,8 +217,7 @@ def repeated_items(text: str) -> tuple[int, int, int, int] | None:
         stop = items[k + 1].start() if k + 1 < len(items) else len(text)
         blank = text.find("\n\n", m.end(), stop)
         body = text[m.start("text"):min(stop if blank < 0 else blank, m.start("text") + 2000)]
-        words = _WORDS_RE.findall(body.lower())
-        key = frozenset(words)
+        key = frozenset(w for w in body.lower().translate(_NOT_LETTERS).split() if len(w) > 1)
         if key and prev and (_same_item(key, prev) or _same_item(key, first)):
             run += 1
         else:

@@ -1,6 +1,6 @@
 """The held-out sets (testdata/HELDOUT.md, docs/degeneration-heldout.md): their form; the
-detector's precision and recall on heldout2.jsonl, which no threshold was tuned on (measured once:
-0.975 / 0.900); and on heldout.jsonl, round 2's tuning data, as a regression guard."""
+detector's precision and recall on heldout4.jsonl, which no threshold was tuned on (measured
+once); and on the earlier sets, tuning data by now, as regression guards."""
 
 import json
 from collections import Counter
@@ -13,7 +13,6 @@ from triage.degeneration.evaluate import HELDOUT, load, run
 HERE = Path(HELDOUT).parent
 ITEMS = load(HELDOUT)
 TEST = [it for it in ITEMS if it["split"] == "test"]
-FRESH = load(HERE / "heldout2.jsonl")
 SHAPES = ("invented_turn_stripped", "counting_loop", "near_verbatim_loop", "recursive_nesting")
 
 
@@ -41,18 +40,23 @@ def test_heldout_set_is_well_formed_and_split_once():
         assert shapes[s] >= 10, (s, shapes[s])
 
 
-def test_second_set_is_fresh_prompts_fully_labelled():
-    assert len(FRESH) == 396 and all(it["split"] == "test" for it in FRESH)
-    prompts1 = {it["messages"][0]["content"] for it in ITEMS if it["class"].startswith("model_")}
-    prompts2 = {it["messages"][0]["content"] for it in FRESH}
-    assert len(prompts2) == 44 and not prompts1 & prompts2
-    labels = json.loads((HERE / "heldout2_labels.json").read_text(encoding="utf-8"))
-    assert sorted(labels) == sorted(it["id"].split("/", 1)[1] for it in FRESH)
+SETS = {n: load(HERE / f"heldout{n}.jsonl") for n in (2, 3, 4)}
+# heldout4.jsonl, evaluated once after round 4 was committed: 167 of 188 found, 8 of 208 healthy
+# flagged (2 of them healthy-repetitive): precision 0.954, recall 0.888. The floors sit just under.
+FRESH_FLOORS = {"precision": 0.95, "recall": 0.885, "healthy_repetitive_fp": 2}
 
 
-@pytest.fixture(scope="module")
-def on_fresh():
-    return run(FRESH, by="shape")
+@pytest.mark.parametrize("n", sorted(SETS))
+def test_later_sets_are_fresh_prompts_fully_labelled(n):
+    items = SETS[n]
+    assert len(items) == 396 and all(it["split"] == "test" for it in items)
+    earlier = {it["messages"][0]["content"] for it in ITEMS if it["class"].startswith("model_")}
+    for m in range(2, n):
+        earlier |= {it["messages"][0]["content"] for it in SETS[m]}
+    prompts = {it["messages"][0]["content"] for it in items}
+    assert len(prompts) == 44 and not prompts & earlier
+    labels = json.loads((HERE / f"heldout{n}_labels.json").read_text(encoding="utf-8"))
+    assert sorted(labels) == sorted(it["id"].split("/", 1)[1] for it in items)
 
 
 @pytest.fixture(scope="module")
@@ -60,21 +64,33 @@ def on_tuning():
     return run(ITEMS, by="shape")
 
 
-def test_precision_and_recall_on_the_fresh_set(on_fresh):
-    """Measured once, after round 2 was committed: 153/170 found, 4 of 226 healthy flagged."""
-    per, total, _ = on_fresh
+@pytest.fixture(scope="module")
+def on_sets():
+    return {n: run(items, by="shape") for n, items in SETS.items()}
+
+
+def test_precision_and_recall_on_the_fresh_set(on_sets):
+    """heldout4.jsonl, never tuned on: measured once, after round 4 was committed (FRESH_FLOORS)."""
+    per, total, _ = on_sets[4]
     errors = [(k, it["id"]) for k, (it, a) in total.errors]
-    assert total.precision >= 0.97, errors
-    assert total.recall >= 0.89, errors
+    assert total.precision >= FRESH_FLOORS["precision"], errors
+    assert total.recall >= FRESH_FLOORS["recall"], errors
+    assert per["healthy_repetitive"].fp <= FRESH_FLOORS["healthy_repetitive_fp"]
+
+
+@pytest.mark.parametrize("n, precision, recall", [(2, 0.99, 0.96), (3, 0.99, 0.87)])
+def test_earlier_fresh_sets_as_regression_guards(on_sets, n, precision, recall):
+    """Sets 2 and 3 were each evaluated once as a round's test (0.975 / 0.900 and 0.963 / 0.829)
+    and tuned on afterwards: these floors guard what the tuning reached, they estimate nothing."""
+    per, total, _ = on_sets[n]
+    errors = [(k, it["id"]) for k, (it, a) in total.errors]
+    assert total.precision >= precision and total.recall >= recall, errors
     assert per["healthy_repetitive"].fp == 0
-    for s, floor in (("invented_turn_stripped", 0.85), ("near_verbatim_loop", 0.89), ("exact_loop", 0.95),
-                     ("invented_turn_marked", 0.95)):
-        assert per[s].recall >= floor, (s, [it["id"] for k, (it, a) in per[s].errors])
 
 
 def test_recall_on_each_shape_of_the_issue_in_the_tuning_data(on_tuning):
     per, total, _ = on_tuning
-    assert total.precision >= 0.96 and total.recall >= 0.94
+    assert total.precision >= 0.97 and total.recall >= 0.955
     for s, floor in (("invented_turn_stripped", 0.95), ("counting_loop", 0.9), ("near_verbatim_loop", 0.89),
                      ("recursive_nesting", 0.95)):
         assert per[s].recall >= floor, (s, [it["id"] for k, (it, a) in per[s].errors])
