@@ -514,3 +514,11 @@ def test_the_kl_figure_says_why_it_is_flat_when_every_arm_runs_the_stock_kernels
     arms[1] = {**arms[1], "name": "sparse", "role": "candidate", "kernel": {"attention": "sparse"}}
     (kl,) = [f for f in _figures({**detail, "arms": arms}, []) if f["id"] == "fig-kl"]
     assert kl["note"] == ""
+
+
+@pytest.mark.parametrize("value, shown", [(None, "—"), (0.0, "< 0.0001"), (3e-7, "< 0.0001"), (0.04912, "0.0491"),
+                                          (1.0, "1.0000"), ("x", "—"), (float("nan"), "—")])
+def test_p_values_never_print_as_zero(value, shown):
+    from triage.templatetags.triage_format import pvalue
+
+    assert pvalue(value) == shown
