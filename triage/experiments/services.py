@@ -26,7 +26,7 @@ from triage import content_codec, selectors as transcript_selectors
 from triage.backends import BackendClient, BackendError, Choice, Generation
 from triage.experiments import analysis, arms as arm_planning, selectors
 from triage.experiments.arms import ExperimentInputError
-from triage.models import Arm, Backend, Experiment, ExperimentCase, ExperimentChunk, Sample, Transcript
+from triage.models import Arm, Backend, Experiment, ExperimentCase, ExperimentChunk, Flag, Sample, Transcript
 from triage.services import transcript_metrics
 
 logger = logging.getLogger(__name__)
@@ -151,6 +151,7 @@ def experiment_start(*, transcripts: list | None = None, selection: dict | None 
         ExperimentChunk(experiment=experiment, case=case, start=start, stop=min(start + experiment.chunk_size, samples))
         for case in case_rows for start in range(0, samples, experiment.chunk_size)])
     ids = [c.pk for c in chunks]
+    flags_advance(transcript_ids=[t.pk for t in cases], to=Flag.Status.INVESTIGATING)
     if dispatch:  # False: the caller runs the chunks itself (run_experiment --inline)
         transaction.on_commit(lambda: dispatch_chunks(ids))
     return experiment
@@ -421,7 +422,26 @@ def experiment_finalize(*, experiment_id: int) -> str | None:
             status=Experiment.Status.FAILED, finished_at=timezone.now(),
             error=f"analysis failed: {exc.__class__.__name__}: {exc}")
         return Experiment.Status.FAILED
-    return Experiment.objects.filter(pk=experiment_id).values_list("status", flat=True).first()
+    status, verdict = Experiment.objects.filter(pk=experiment_id).values_list("status", "verdict").first()
+    if status == Experiment.Status.DONE and verdict in DECISIVE_VERDICTS:
+        flags_advance(transcript_ids=list(experiment.cases.values_list("transcript_id", flat=True)),
+                      to=Flag.Status.DIAGNOSED)
+    return status
+
+
+DECISIVE_VERDICTS = ("kernel", "sampling", "model_or_prompt")
+
+
+def flags_advance(*, transcript_ids: list[int], to: str) -> int:
+    """Move the transcripts' open flags forward to ``to`` (never back): an experiment started on
+    them → investigating; one that ended with a decisive verdict → diagnosed. Resolving stays a
+    person's call. Returns the number of flags moved."""
+    order = Flag.Status.values
+    earlier = order[:order.index(to)]
+    if not transcript_ids or not earlier:
+        return 0
+    return Flag.objects.filter(transcript_id__in=transcript_ids, status__in=earlier).update(
+        status=to, updated_at=timezone.now())
 
 
 # --- sweep -----------------------------------------------------------------------------

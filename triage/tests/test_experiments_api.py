@@ -522,3 +522,19 @@ def test_p_values_never_print_as_zero(value, shown):
     from triage.templatetags.triage_format import pvalue
 
     assert pvalue(value) == shown
+
+
+def test_starting_an_experiment_marks_open_flags_investigating_and_never_moves_one_back(stock_served):
+    from triage.experiments.services import flags_advance
+    from triage.models import Flag
+
+    new = Flag.objects.create(transcript_id=stock_served, reason=Flag.Reason.REPETITION, status=Flag.Status.NEW)
+    done = Flag.objects.create(transcript_id=stock_served, reason=Flag.Reason.REPETITION, status=Flag.Status.RESOLVED)
+    services.experiment_start(transcripts=[stock_served], samples=1, arms=[{"profile": "stock"}], dispatch=False)
+    new.refresh_from_db()
+    done.refresh_from_db()
+    assert (new.status, done.status) == ("investigating", "resolved")
+    assert flags_advance(transcript_ids=[stock_served], to=Flag.Status.DIAGNOSED) == 1
+    assert flags_advance(transcript_ids=[stock_served], to=Flag.Status.INVESTIGATING) == 0  # never back
+    new.refresh_from_db()
+    assert new.status == "diagnosed"

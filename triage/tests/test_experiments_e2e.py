@@ -128,3 +128,5 @@ def test_a_transcript_that_looped_at_temperature_0_is_diagnosed_sampling(bundled
     assert arms["stock"]["stats"]["rate"]["ci_high"] < 0.3
     assert experiment.verdict == "sampling", experiment.diagnosis
     assert any("T=0" in line for line in experiment.diagnosis["evidence"])
+    # its automatic flag moved along: investigating while it ran, diagnosed by the verdict
+    assert set(transcript.flags.values_list("status", flat=True)) == {"diagnosed"}
