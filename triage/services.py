@@ -482,6 +482,18 @@ def transcript_ingest(*, source: str, payload: Any, api_key: ApiKey | None = Non
     return transcript_ingest_batch(source=source, payloads=[payload], api_key=api_key)[0]
 
 
+def transcripts_spread_received(*, ids: list[int], days: float, now=None) -> None:
+    """Demo data only: spread the transcripts' received time evenly over the last ``days`` days,
+    the first id oldest (a file of demo traffic has no arrival times of its own)."""
+    from datetime import timedelta
+
+    now = now or timezone.now()
+    step = timedelta(days=days) / max(1, len(ids) - 1)
+    with transaction.atomic():
+        for k, pk in enumerate(ids):
+            Transcript.objects.filter(pk=pk).update(received_at=now - step * (len(ids) - 1 - k))
+
+
 # --- flags -----------------------------------------------------------------------------
 
 _STATUS_ORDER = {status: rank for rank, status in enumerate(Flag.Status.values)}

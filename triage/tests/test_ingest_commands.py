@@ -78,3 +78,23 @@ def test_bench_ingest_checks_its_arguments(db):
         call_command("bench_ingest", url="http://127.0.0.1:9")
     with pytest.raises(CommandError, match="--batch must be between"):
         call_command("bench_ingest", batch=10_000)
+
+
+def test_load_demo_spreads_the_demo_traffic_over_the_last_days(db):
+    """So the overview's degenerate rate over time has points to draw on a fresh `make run`; a
+    second load is all replays and moves nothing."""
+    from datetime import timedelta
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from triage.models import Transcript
+
+    call_command("load_demo", verbosity=0)
+    times = sorted(Transcript.objects.filter(source="demo").values_list("received_at", flat=True))
+    assert len(times) > 10
+    assert timedelta(days=5.9) < times[-1] - times[0] < timedelta(days=6.1)
+    assert timezone.now() - times[-1] < timedelta(minutes=5)
+    assert len({t.date() for t in times}) >= 6
+    call_command("load_demo", verbosity=0)
+    assert sorted(Transcript.objects.filter(source="demo").values_list("received_at", flat=True)) == times
