@@ -419,7 +419,7 @@ def transcript_ingest_batch(*, source: str, payloads: list[Any], api_key: ApiKey
         now = timezone.now()
         by_settings = _profiles_by_settings(primaries.values())
         rows = [_build_transcript(item, source=source, now=now, profile=profiles.get(item.data.get("kernel_profile"))
-                                  or by_settings.get(_settings_key(item.data.get("kernel"))))
+                                  or (by_settings and by_settings.get(_settings_key(item.data.get("kernel")))) or None)
                 for item in primaries.values()]
         created, lost = _store_with_retries(source=source, rows=rows)
         for row in rows:
@@ -489,9 +489,8 @@ def transcripts_spread_received(*, ids: list[int], days: float, now=None) -> Non
 
     now = now or timezone.now()
     step = timedelta(days=days) / max(1, len(ids) - 1)
-    with transaction.atomic():
-        for k, pk in enumerate(ids):
-            Transcript.objects.filter(pk=pk).update(received_at=now - step * (len(ids) - 1 - k))
+    rows = [Transcript(pk=pk, received_at=now - step * (len(ids) - 1 - k)) for k, pk in enumerate(ids)]
+    Transcript.objects.bulk_update(rows, ["received_at"], batch_size=500)
 
 
 # --- flags -----------------------------------------------------------------------------

@@ -933,7 +933,8 @@ def bare_role_turns(text: str, roles: tuple[str, ...], spans, convo_text: str, m
         return out
     if spans is None:
         spans = fence_spans(text)
-    hits = [h for h in hits if not _in_spans(h[0], closed_spans(text, spans)) and not _in_inline_code(text, h[0])]
+    closed = closed_spans(text, spans)
+    hits = [h for h in hits if not _in_spans(h[0], closed) and not _in_inline_code(text, h[0])]
     if _definition_list(text, hits):
         return out
     later_answer = [h[0] for h in hits if h[1] in _ANSWER_ROLES]
@@ -1065,12 +1066,13 @@ def confabulated_turns(text: str, messages, min_words: int, chat_template: str |
     # (cheap first: every marker holds one of these)
     has_marker_chars = (("<" in text and ("<|" in text or "_of_turn>" in text or "<\uff5c" in text))
                         or "INST]" in text)
-    spans = None
+    spans = closed = None
     if has_marker_chars:
         for m in TURN_MARKER_RE.finditer(text):
             if spans is None:
                 spans = fence_spans(text)
-            if _in_spans(m.start(), closed_spans(text, spans)) or _in_inline_code(text, m.start()):
+                closed = closed_spans(text, spans)  # (once, not per marker)
+            if _in_spans(m.start(), closed) or _in_inline_code(text, m.start()):
                 continue
             if m.group("end"):
                 res["end_markers"].append((m.start(), m.group(0)))
