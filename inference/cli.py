@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-tokens", type=int, default=200)
     parser.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
     parser.add_argument("--kernel", type=_kernel_arg, default=KernelSettings(),
-                        help="kernel settings as JSON (DESIGN.md schema); default stock dense")
+                        help="kernel settings as JSON (docs/architecture.md schema); default stock dense")
     parser.add_argument("--model", default=None, help="GGUF file (default: SmolLM2-135M-Instruct)")
     parser.add_argument("--dtype", choices=["bf16", "fp32"], default=None)
     parser.add_argument("--device", default="cpu")

@@ -90,7 +90,7 @@ class ChatCompletionRequest(BaseModel):
     top_logprobs: StrictInt | None = Field(None, ge=0, le=20)
     stream: StrictBool = False
     stream_options: StreamOptions | None = None
-    kernel: dict[str, Any] | None = None  # DESIGN.md kernel settings; validated by KernelSettings
+    kernel: dict[str, Any] | None = None  # kernel settings (docs/architecture.md); validated by KernelSettings
     # vLLM's extension: each choice also gets `token_ids`, the completion's tokens as sampled
     # (a final EOS included); streamed, each chunk's choice carries its own.
     return_token_ids: StrictBool = False

@@ -20,7 +20,7 @@ GET  /v1/models            {"object": "list", "data": [{"id", "object": "model",
 POST /v1/chat/completions  OpenAI's chat completion request: model, messages, n, seed, temperature,
                            top_p, top_k, min_p, max_tokens (or max_completion_tokens), stop,
                            logprobs, top_logprobs, stream, stream_options.include_usage, plus
-                             kernel: the kernel settings object of DESIGN.md (default: stock/dense);
+                             kernel: the kernel settings object of docs/architecture.md (default: stock/dense);
                              return_token_ids (vLLM's): each choice gets `token_ids`, its tokens as
                              sampled, a final EOS included (streamed: each chunk's own).
                            Seeds: choice i uses seed + i, so choice i of two requests that differ

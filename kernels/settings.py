@@ -1,7 +1,7 @@
 """Kernel settings: the one schema shared by the engine, the server and the triage app.
 
 Pure Python (no torch import) so the Django app can validate a KernelProfile without
-loading the inference stack. See ../shared/DESIGN.md, "Kernel settings".
+loading the inference stack. Schema and rules: docs/architecture.md, "Kernel settings".
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def _validate(s: KernelSettings) -> dict[str, str]:
     return errors
 
 
-# Named profiles (DESIGN.md): what a deployment binds to backend endpoints.
+# Named profiles (docs/architecture.md): what a deployment binds to backend endpoints.
 PROFILES: dict[str, KernelSettings] = {
     "stock": KernelSettings(),
     "sparse": KernelSettings(attention="sparse"),

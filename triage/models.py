@@ -1,4 +1,4 @@
-"""The data model (DESIGN.md, "Data flow"). Models hold data and constraints only: writes
+"""The data model (docs/architecture.md, "Data flow"). Models hold data and constraints only: writes
 live in triage.services, reads in triage.selectors."""
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ class Backend(models.Model):
 
 
 class KernelProfile(models.Model):
-    """A named kernel setting (DESIGN.md schema) bound to a backend endpoint."""
+    """A named kernel setting (docs/architecture.md schema) bound to a backend endpoint."""
 
     name = models.CharField(max_length=100, unique=True)
     settings = models.JSONField(default=dict, validators=[validate_kernel_settings])

@@ -199,7 +199,7 @@ class MessageContentField(serializers.Field):
 
 
 class KernelSettingsField(serializers.Field):
-    """The kernel settings object of DESIGN.md; stored complete (defaults filled in)."""
+    """The kernel settings object of docs/architecture.md; stored complete (defaults filled in)."""
 
     def to_internal_value(self, data):
         try:

@@ -1,7 +1,7 @@
 """Planning an experiment's arms: the defaults, explicit arms, and ablation.
 
 An arm is a kernel setting (a profile, optionally with overrides) bound to a backend, with
-sampling parameters. Defaults (DESIGN.md step 3): `stock` at the production temperature; the
+sampling parameters. Defaults (docs/architecture.md, step 3): `stock` at the production temperature; the
 profile that served the transcript at the same sampling; and, only when the transcript was
 served at T≈0, a `greedy-control` arm at T=0 with the served kernels, which reproduces the
 pathology. Ablation adds one arm per kernel component in which a candidate differs from
