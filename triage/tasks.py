@@ -1,4 +1,4 @@
-"""Celery tasks: thin — an id in, a service call (CONVENTIONS.md). Retries and time limits
+"""Celery tasks: thin — an id in, a service call (docs/architecture.md, "Conventions"). Retries and time limits
 are declared here; idempotency lives in the services (unique samples, claimed finalization)."""
 
 from celery import shared_task

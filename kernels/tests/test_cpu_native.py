@@ -250,7 +250,7 @@ def test_paged_decode_matches_dense_reference(kv, dtype, heads, hkv, d, page_siz
     if dtype == torch.float32:
         torch.testing.assert_close(out, ref, atol=2e-6, rtol=1e-5)
     else:
-        # the rule of CONVENTIONS.md: at most 2x the error of torch's own bf16 computation
+        # the tolerance rule (docs/architecture.md, "Conventions"): at most 2x the error of torch's own bf16 computation
         torch_bf16 = dense_decode(q, cache, 0, table, seq_lens).float()
         assert (out.float() - ref).abs().max() <= 2 * (torch_bf16 - ref).abs().max() + 1e-6
 
