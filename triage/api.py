@@ -34,7 +34,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from triage import selectors, services
+from triage import selectors
 from triage.api_errors import error_body, error_response
 from triage.auth import HasScope, request_api_key
 from triage.models import ApiKey
@@ -50,6 +50,7 @@ from triage.serializers import (
     TranscriptIngestInput,
     TranscriptSummaryOutput,
 )
+from triage.services import flags, ingest
 from triage.throttling import ApiKeyRateThrottle
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
@@ -297,29 +298,29 @@ class TranscriptIngestApi(BaseApi):
             return exc.response()
 
     def _single_response(self, source, key, payload) -> Response:
-        result = services.transcript_ingest(source=source, payload=payload, api_key=key)
-        if result.status == services.INVALID:
+        result = ingest.transcript_ingest(source=source, payload=payload, api_key=key)
+        if result.status == ingest.INVALID:
             message = "Invalid transcript: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in list(result.errors.items())[:5])
             return error_response(400, message, result.errors)
-        if result.status == services.CONFLICT:
+        if result.status == ingest.CONFLICT:
             body = error_body(409, result.errors["request_id"][0], result.errors)
             body["error"].update({"id": result.id, "request_id": result.request_id})
             return Response(body, status=409)
-        code = status.HTTP_201_CREATED if result.status == services.CREATED else status.HTTP_200_OK
+        code = status.HTTP_201_CREATED if result.status == ingest.CREATED else status.HTTP_200_OK
         location = reverse("api-transcript-detail", kwargs={"transcript_id": result.id})
         return Response(result.to_dict(), status=code, headers={"Location": location})  # IngestResultOutput's shape
 
     def _batch_response(self, source, key, payloads, bad: dict[int, dict]) -> Response:
         good = [(index, payload) for index, payload in enumerate(payloads) if index not in bad]
-        stored = services.transcript_ingest_batch(source=source, payloads=[p for _, p in good], api_key=key)
-        results: list[services.IngestResult] = [
-            services.IngestResult(services.INVALID, None, errors=errors, index=index) for index, errors in bad.items()
+        stored = ingest.transcript_ingest_batch(source=source, payloads=[p for _, p in good], api_key=key)
+        results: list[ingest.IngestResult] = [
+            ingest.IngestResult(ingest.INVALID, None, errors=errors, index=index) for index, errors in bad.items()
         ]
         for (index, _), result in zip(good, stored):
             result.index = index
             results.append(result)
         results.sort(key=lambda r: r.index)
-        counts = dict.fromkeys((services.CREATED, services.DUPLICATE, services.CONFLICT, services.INVALID), 0)
+        counts = dict.fromkeys((ingest.CREATED, ingest.DUPLICATE, ingest.CONFLICT, ingest.INVALID), 0)
         for result in results:
             counts[result.status] += 1
         return Response({"results": [r.to_dict() for r in results], "counts": counts}, status=207)
@@ -502,7 +503,7 @@ class FlagCreateApi(BaseApi):
         serializer = FlagCreateInput(data=_json_object(request))
         serializer.is_valid(raise_exception=True)
         user, source = _actor(request)
-        flag = services.flag_create(transcript=transcript, user=user, source=source, **serializer.validated_data)
+        flag = flags.flag_create(transcript=transcript, user=user, source=source, **serializer.validated_data)
         return Response(FlagOutput(flag).data, status=status.HTTP_201_CREATED)
 
 
@@ -519,8 +520,8 @@ class FlagUpdateApi(BaseApi):
         serializer.is_valid(raise_exception=True)
         user, _ = _actor(request)
         try:
-            flag = services.flag_update_status(flag=flag, user=user, **serializer.validated_data)
-        except services.FlagTransitionError as exc:
+            flag = flags.flag_update_status(flag=flag, user=user, **serializer.validated_data)
+        except flags.FlagTransitionError as exc:
             return error_response(409, str(exc), {"status": [str(exc)]})
         return Response(FlagOutput(flag).data)
 

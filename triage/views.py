@@ -10,10 +10,11 @@ from django.views.decorators.http import require_POST
 from django.views.generic import DetailView
 
 from kernels.settings import KernelSettings, KernelSettingsError
-from triage import content_codec, rendering, selectors, services
+from triage import content_codec, rendering, selectors
 from triage.models import Flag, Transcript
 from triage.experiments import selectors as experiment_selectors
 from triage.roles import can_experiment, can_flag
+from triage.services import flags
 
 class FlagForm(forms.Form):
     reason = forms.ChoiceField(choices=[c for c in Flag.Reason.choices if c[0] != Flag.Reason.AUTO])
@@ -112,8 +113,8 @@ def flag_create_view(request, pk: int):
         messages.error(request, "Flag not saved: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()),
                        extra_tags="flags")
     else:
-        services.flag_create(transcript=transcript, reason=form.cleaned_data["reason"],
-                             note=form.cleaned_data["note"], user=request.user, source="ui")
+        flags.flag_create(transcript=transcript, reason=form.cleaned_data["reason"],
+                          note=form.cleaned_data["note"], user=request.user, source="ui")
         messages.success(request, "Flagged.", extra_tags="flags")
     return redirect(reverse("transcript-detail", args=[pk]) + "#flags")
 
@@ -128,8 +129,8 @@ def flag_status_view(request, pk: int, flag_id: int):
         messages.error(request, "Unknown status.", extra_tags="flags")
     else:
         try:
-            services.flag_update_status(flag=flag, status=form.cleaned_data["status"], user=request.user)
+            flags.flag_update_status(flag=flag, status=form.cleaned_data["status"], user=request.user)
             messages.success(request, f"Flag {flag.pk} is now {form.cleaned_data['status']}.", extra_tags="flags")
-        except services.FlagTransitionError as exc:
+        except flags.FlagTransitionError as exc:
             messages.error(request, str(exc), extra_tags="flags")
     return redirect(reverse("transcript-detail", args=[pk]) + "#flags")

@@ -17,12 +17,13 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views import View
 from django.views.decorators.http import require_POST
 
-from triage import api, selectors, services
+from triage import api, selectors
 from triage.degeneration import REASON_CODES
 from triage.experiments import services as experiment_services
 from triage.experiments.arms import ExperimentInputError
 from triage.models import Flag
 from triage.roles import can_experiment, can_flag
+from triage.services import flags
 
 PAGE_SIZE = 50
 BULK_MAX = 500  # ids in one bulk request (a page holds PAGE_SIZE)
@@ -183,8 +184,8 @@ def bulk_flag_view(request):
     except BulkInputError as exc:
         messages.error(request, f"Nothing flagged: {exc}.")
         return _back(request)
-    services.flags_create_bulk(transcripts=transcripts, reason=reason, note=(request.POST.get("note") or "")[:4000],
-                               user=request.user, source="ui")
+    flags.flags_create_bulk(transcripts=transcripts, reason=reason, note=(request.POST.get("note") or "")[:4000],
+                            user=request.user, source="ui")
     messages.success(request, f"Flagged {len(transcripts)} transcript{'s' if len(transcripts) > 1 else ''} "
                               f"({reason}).")
     return _back(request)

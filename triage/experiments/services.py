@@ -27,7 +27,8 @@ from triage.backends import BackendClient, BackendError, Choice, Generation
 from triage.experiments import analysis, arms as arm_planning, selectors
 from triage.experiments.arms import ExperimentInputError
 from triage.models import Arm, Backend, Experiment, ExperimentCase, ExperimentChunk, Flag, Sample, Transcript
-from triage.services import transcript_metrics
+from triage.services.flags import flags_advance
+from triage.services.metrics import transcript_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -430,18 +431,6 @@ def experiment_finalize(*, experiment_id: int) -> str | None:
 
 
 DECISIVE_VERDICTS = ("kernel", "sampling", "model_or_prompt")
-
-
-def flags_advance(*, transcript_ids: list[int], to: str) -> int:
-    """Move the transcripts' open flags forward to ``to`` (never back): an experiment started on
-    them → investigating; one that ended with a decisive verdict → diagnosed. Resolving stays a
-    person's call. Returns the number of flags moved."""
-    order = Flag.Status.values
-    earlier = order[:order.index(to)]
-    if not transcript_ids or not earlier:
-        return 0
-    return Flag.objects.filter(transcript_id__in=transcript_ids, status__in=earlier).update(
-        status=to, updated_at=timezone.now())
 
 
 # --- sweep -----------------------------------------------------------------------------

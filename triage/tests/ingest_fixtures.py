@@ -9,7 +9,7 @@ import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
-from triage.services_keys import api_key_create
+from triage.services.keys import api_key_create
 
 _counter = itertools.count()
 

@@ -8,7 +8,7 @@ import pytest
 from django.test import override_settings
 
 from triage.models import Flag, KernelProfile, Transcript
-from triage.services import GREEDY_WARNING
+from triage.services.ingest import GREEDY_WARNING
 from triage.tests.ingest_fixtures import (  # noqa: F401 - fixtures
     LOOP_RESPONSE,
     _clear_rate_limit_cache,
@@ -209,12 +209,12 @@ def test_greedy_transcript_gets_the_warning_and_a_loop_is_auto_flagged(router):
 
 
 def test_metrics_failure_never_loses_the_transcript(router, monkeypatch):
-    from triage import services
+    from triage.services import metrics
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(services, "_analyzer", lambda: (broken, lambda name: True))
+    monkeypatch.setattr(metrics, "_analyzer", lambda: (broken, lambda name: True))
     response = post_json(router, transcript_payload("mf-1"))
     assert response.status_code == 201
     row = Transcript.objects.get()
@@ -257,7 +257,7 @@ def test_without_a_valid_key_it_is_401_json_not_a_login_redirect(db):
 
 
 def test_revoked_key_is_401(router):
-    from triage.services_keys import api_key_revoke
+    from triage.services.keys import api_key_revoke
 
     api_key_revoke(key=router.api_key)
     assert post_json(router, transcript_payload()).status_code == 401

@@ -21,7 +21,7 @@ from triage.experiments import analysis, arms as arm_planning, selectors, servic
 from triage.management.commands.bootstrap import profiles_ensure
 from triage.models import Arm, Backend, Experiment, ExperimentCase, ExperimentChunk, Sample, Transcript
 from triage.roles import ENGINEERS, OPS, ensure_groups
-from triage.services import transcript_ingest
+from triage.services.ingest import transcript_ingest
 from triage.tests.ingest_fixtures import _clear_rate_limit_cache, make_key_client, transcript_payload  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -525,7 +525,7 @@ def test_p_values_never_print_as_zero(value, shown):
 
 
 def test_starting_an_experiment_marks_open_flags_investigating_and_never_moves_one_back(stock_served):
-    from triage.experiments.services import flags_advance
+    from triage.services.flags import flags_advance
     from triage.models import Flag
 
     new = Flag.objects.create(transcript_id=stock_served, reason=Flag.Reason.REPETITION, status=Flag.Status.NEW)

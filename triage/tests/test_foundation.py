@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 from triage.auth import find_active_key
 from triage.models import ApiKey, KernelProfile, Transcript
 from triage.roles import ENGINEERS, OPS, can_experiment, can_flag
-from triage.services_keys import api_key_create, api_key_revoke, demo_user_ensure
+from triage.services.keys import api_key_create, api_key_revoke, demo_user_ensure
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -137,10 +137,10 @@ def test_compose_file_is_valid():
 
 @pytest.mark.django_db
 def test_detail_page_highlights_the_loop_and_escapes_it(client):
-    from triage import services
+    from triage.services import ingest
 
     text = "Here is your page.\n" + "</div><script>x()</script>\n" * 60
-    result = services.transcript_ingest(source="t", payload={
+    result = ingest.transcript_ingest(source="t", payload={
         "request_id": "loop-1", "messages": [{"role": "user", "content": "page please"}],
         "response": {"content": text, "finish_reason": "length"}, "sampling": {"temperature": 0.6},
     })

@@ -11,8 +11,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from triage.models import Transcript
-from triage.services import GREEDY_WARNING
-from triage.services_keys import api_key_create
+from triage.services.ingest import GREEDY_WARNING
+from triage.services.keys import api_key_create
 
 
 class _StubBackend(BaseHTTPRequestHandler):

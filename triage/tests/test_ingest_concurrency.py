@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from triage.models import Flag, Transcript
-from triage.services_keys import api_key_create
+from triage.services.keys import api_key_create
 from triage.tests.ingest_fixtures import LOOP_RESPONSE, transcript_payload
 
 CLIENTS = 8
@@ -108,10 +108,10 @@ def test_a_repeated_id_whose_first_copy_lost_the_insert_race_is_a_replay(postgre
     """One batch holds request_id X twice; another client inserts X between this batch's replay
     lookup and its insert. The first copy loses the race (a replay of the other client's row), and
     the second copy must be judged against that row too — not a false "was being deleted" conflict."""
-    from triage import services
+    from triage.services import ingest
 
     payload = transcript_payload("race-x")
-    real_store = services._store_with_retries
+    real_store = ingest._store_with_retries
     raced = []
 
     def other_client_first(*, source, rows):
@@ -122,7 +122,7 @@ def test_a_repeated_id_whose_first_copy_lost_the_insert_race_is_a_replay(postgre
         def insert():  # another client, on its own connection, wins the insert
             from django.db import connection
             try:
-                services.transcript_ingest(source=source, payload=transcript_payload("race-x"))
+                ingest.transcript_ingest(source=source, payload=transcript_payload("race-x"))
             finally:
                 connection.close()
         thread = threading.Thread(target=insert)
@@ -130,9 +130,9 @@ def test_a_repeated_id_whose_first_copy_lost_the_insert_race_is_a_replay(postgre
         thread.join()
         return real_store(source=source, rows=rows)
 
-    monkeypatch.setattr(services, "_store_with_retries", other_client_first)
-    first, second = services.transcript_ingest_batch(source="router-a", payloads=[payload, dict(payload)])
+    monkeypatch.setattr(ingest, "_store_with_retries", other_client_first)
+    first, second = ingest.transcript_ingest_batch(source="router-a", payloads=[payload, dict(payload)])
     assert Transcript.objects.filter(source="router-a", request_id="race-x").count() == 1
     row = Transcript.objects.get(source="router-a", request_id="race-x")
-    assert (first.status, first.id) == (services.DUPLICATE, row.pk), first
-    assert (second.status, second.id) == (services.DUPLICATE, row.pk), second
+    assert (first.status, first.id) == (ingest.DUPLICATE, row.pk), first
+    assert (second.status, second.id) == (ingest.DUPLICATE, row.pk), second

@@ -27,7 +27,7 @@ from triage.backends import BackendClient
 from triage.experiments import services
 from triage.management.commands.bootstrap import profiles_ensure
 from triage.models import Backend, Experiment, Sample, Transcript
-from triage.services import transcript_ingest
+from triage.services.ingest import transcript_ingest
 
 ARMS = [
     {"name": "dense", "profile": "stock"},

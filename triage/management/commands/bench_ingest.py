@@ -136,7 +136,7 @@ class Command(BaseCommand):
             if opts["url"]:
                 url, raw_key = opts["url"].rstrip("/"), opts["key"]
             else:
-                from triage.services_keys import api_key_create
+                from triage.services.keys import api_key_create
 
                 key_obj, raw_key = api_key_create(name=run, scopes=["ingest"], source=run)
                 opts["server"] = opts["server"] or ("gunicorn" if importlib.util.find_spec("gunicorn") else "uvicorn")

@@ -8,7 +8,7 @@ from django.db import transaction
 
 from kernels.settings import PROFILES
 from triage.models import Backend, KernelProfile
-from triage.services_keys import demo_user_ensure
+from triage.services.keys import demo_user_ensure
 
 
 @transaction.atomic

@@ -5,7 +5,7 @@ Prints the key once, alone on its last line (so a script can capture it with tai
 from django.core.management.base import BaseCommand, CommandError
 
 from triage.models import ApiKey
-from triage.services_keys import api_key_create
+from triage.services.keys import api_key_create
 
 
 class Command(BaseCommand):

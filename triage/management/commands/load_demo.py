@@ -6,7 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from triage import services
+from triage.services import ingest
 
 DEFAULT_FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "demo_transcripts.jsonl"
 
@@ -40,14 +40,14 @@ class Command(BaseCommand):
         problems = list(bad_lines)
         for start in tqdm(range(0, len(payloads), batch), desc="demo transcripts", unit="batch",
                           disable=options.get("verbosity", 1) < 1):
-            for result in services.transcript_ingest_batch(source=source, payloads=payloads[start : start + batch]):
+            for result in ingest.transcript_ingest_batch(source=source, payloads=payloads[start : start + batch]):
                 counts[result.status] = counts.get(result.status, 0) + 1
                 if result.status == "created":
                     created.append(result.id)
                 if result.status in ("invalid", "conflict"):
                     problems.append(f"{result.request_id}: {result.status} {result.errors}")
         if spread_days > 0 and len(created) > 1:
-            services.transcripts_spread_received(ids=created, days=spread_days)
+            ingest.transcripts_spread_received(ids=created, days=spread_days)
         summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "nothing"
         self.stdout.write(f"Demo data from {fixture.name}: {summary}.")
         for problem in problems[:10]:

@@ -1,4 +1,5 @@
-"""Writes: transcript ingestion (REST, load_demo) and flags.
+"""Transcript ingestion (REST and load_demo): validate router payloads, store them, flag
+the degenerate ones.
 
 Ingestion is idempotent on (source, request_id): a replay with identical content is a
 `duplicate` with the existing id, different content is a `conflict`. It is race-safe
@@ -10,19 +11,18 @@ is retried anyway.
 
 A batch does its database work in a handful of queries whatever its size: one read of the
 existing request_ids, one of the kernel profiles named, one multi-row insert, one insert
-of the automatic flags.
+of the automatic flags. The degeneration verdict of each row comes from
+triage.services.metrics.
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from django.db import DatabaseError, IntegrityError, OperationalError, connection, transaction
@@ -34,6 +34,7 @@ from triage import content_codec
 from triage.api_errors import flatten_errors
 from triage.models import ApiKey, Flag, KernelProfile, Transcript
 from triage.serializers import TranscriptIngestInput
+from triage.services.metrics import transcript_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -63,10 +64,6 @@ class IngestResult:
             "degenerate": self.degenerate, "flagged": self.flagged, "warnings": self.warnings,
             "errors": self.errors,
         }
-
-
-class FlagTransitionError(Exception):
-    """A flag status change that goes backwards (new → investigating → diagnosed → resolved)."""
 
 
 # --- validation (shared by the API and load_demo) --------------------------------------
@@ -159,76 +156,6 @@ def transcript_validate(*, payload: Any, validator: TranscriptIngestInput | None
     except (ValueError, RecursionError) as exc:
         return None, {"body": [f"cannot be stored: {exc}"]}
     return _Prepared(0, data["request_id"], data, canonical, digest), {}
-
-
-# --- degeneration metrics --------------------------------------------------------------
-
-
-@lru_cache(maxsize=1)
-def _analyzer():
-    """triage.degeneration.analyze and the keyword arguments it accepts (its optional
-    inputs were still settling when ingestion was written; pass only what it takes)."""
-    from triage.degeneration import analyze
-
-    try:
-        params = inspect.signature(analyze).parameters
-    except (TypeError, ValueError):
-        params = {}
-    accepts_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    return analyze, (lambda name: accepts_all or name in params)
-
-
-def _token_logprobs(logprobs: Any) -> list[float] | None:
-    entries = logprobs.get("content") if isinstance(logprobs, dict) else logprobs
-    if not isinstance(entries, list) or not entries:
-        return None
-    return [entry.get("logprob") if isinstance(entry, dict) else entry for entry in entries]
-
-
-def _plain(value: Any) -> Any:
-    """JSON-safe copy of a verdict value (numpy scalars, dataclasses, tuples)."""
-    return json.loads(json.dumps(value, default=lambda o: o.item() if hasattr(o, "item") else (
-        o.to_dict() if hasattr(o, "to_dict") else str(o))))
-
-
-def transcript_metrics(*, text: str, finish_reason: str = "", messages: list | None = None,
-                       logprobs: Any = None, chat_template: str | None = None) -> dict[str, Any]:
-    """Run the degeneration analysis; never raises (a transcript is stored even when its
-    metrics fail: the failure is recorded in metrics["error"] and logged). ``chat_template``:
-    the backend's template family, for the role names of invented turns whose markers the
-    server stripped."""
-    try:
-        analyze, accepts = _analyzer()
-        kwargs: dict[str, Any] = {}
-        if accepts("finish_reason"):
-            kwargs["finish_reason"] = finish_reason
-        if accepts("messages") and messages is not None:
-            kwargs["messages"] = messages
-        if chat_template and accepts("chat_template"):
-            kwargs["chat_template"] = chat_template
-        token_logprobs = _token_logprobs(logprobs)
-        if token_logprobs is not None:
-            for name in ("logprobs", "token_logprobs"):
-                if accepts(name):
-                    kwargs[name] = token_logprobs
-                    break
-        result = analyze(text, **kwargs)
-        as_dict = _plain(result.to_dict()) if hasattr(result, "to_dict") else {}
-        reasons = _plain(list(getattr(result, "reasons", as_dict.get("reasons", [])) or []))
-        # Transcript.metrics: the metric values, plus the spans to highlight and the
-        # analysis version (degenerate/severity/reasons have their own columns).
-        metrics = dict(as_dict.get("metrics") or {})
-        for key in ("highlights", "version"):
-            if key in as_dict:
-                metrics[key] = as_dict[key]
-        return {
-            "degenerate": bool(result.degenerate), "severity": float(result.severity or 0.0),
-            "reasons": reasons, "metrics": metrics,
-        }
-    except Exception as exc:  # noqa: BLE001 - ingestion must not lose the transcript
-        logger.exception("degeneration metrics failed")
-        return {"degenerate": False, "severity": 0.0, "reasons": [],
-                "metrics": {"error": f"metrics failed: {exc.__class__.__name__}: {exc}"}}
 
 
 # --- ingestion -------------------------------------------------------------------------
@@ -491,62 +418,3 @@ def transcripts_spread_received(*, ids: list[int], days: float, now=None) -> Non
     step = timedelta(days=days) / max(1, len(ids) - 1)
     rows = [Transcript(pk=pk, received_at=now - step * (len(ids) - 1 - k)) for k, pk in enumerate(ids)]
     Transcript.objects.bulk_update(rows, ["received_at"], batch_size=500)
-
-
-# --- flags -----------------------------------------------------------------------------
-
-_STATUS_ORDER = {status: rank for rank, status in enumerate(Flag.Status.values)}
-
-
-@transaction.atomic
-def flag_create(*, transcript: Transcript, reason: str, note: str = "", user=None, source: str = "") -> Flag:
-    if reason not in Flag.Reason.values:
-        raise ValueError(f"unknown flag reason {reason!r}; use one of {', '.join(Flag.Reason.values)}")
-    flag = Flag.objects.create(
-        transcript=transcript, reason=reason, note=note,
-        user=user if getattr(user, "pk", None) else None, source=source,
-    )
-    if not transcript.flagged:
-        Transcript.objects.filter(pk=transcript.pk).update(flagged=True)
-        transcript.flagged = True
-    return flag
-
-
-@transaction.atomic
-def flags_create_bulk(*, transcripts: list[Transcript], reason: str, note: str = "", user=None,
-                      source: str = "") -> list[Flag]:
-    """One flag on each transcript (the queue's bulk flag): two queries whatever the count."""
-    if reason not in Flag.Reason.values:
-        raise ValueError(f"unknown flag reason {reason!r}; use one of {', '.join(Flag.Reason.values)}")
-    if not transcripts:
-        raise ValueError("no transcripts to flag")
-    user = user if getattr(user, "pk", None) else None
-    flags = Flag.objects.bulk_create([
-        Flag(transcript=t, reason=reason, note=note, user=user, source=source) for t in transcripts
-    ])
-    Transcript.objects.filter(pk__in=[t.pk for t in transcripts], flagged=False).update(flagged=True)
-    for t in transcripts:
-        t.flagged = True
-    return flags
-
-
-@transaction.atomic
-def flag_update_status(*, flag: Flag, status: str, note: str | None = None, user=None) -> Flag:
-    """Move a flag forward: new → investigating → diagnosed → resolved (steps may be
-    skipped, e.g. a false alarm goes straight to resolved; going back is refused)."""
-    if status not in _STATUS_ORDER:
-        raise ValueError(f"unknown flag status {status!r}; use one of {', '.join(Flag.Status.values)}")
-    flag = Flag.objects.select_for_update().get(pk=flag.pk)
-    if _STATUS_ORDER[status] < _STATUS_ORDER[flag.status]:
-        allowed = [s for s in Flag.Status.values if _STATUS_ORDER[s] >= _STATUS_ORDER[flag.status]]
-        raise FlagTransitionError(
-            f"flag {flag.pk} is '{flag.status}' and cannot go back to '{status}'; allowed: {', '.join(allowed)} "
-            "(create a new flag to reopen)."
-        )
-    flag.status = status
-    fields = ["status", "updated_at"]
-    if note is not None:
-        flag.note = note
-        fields.append("note")
-    flag.save(update_fields=fields)
-    return flag

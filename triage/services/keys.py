@@ -1,4 +1,4 @@
-"""Writes for API keys and users (the foundation's services; ingestion lives in services.py)."""
+"""Writes for API keys (router credentials) and the demo user."""
 
 from __future__ import annotations
 
