@@ -26,7 +26,8 @@ from triage.api_errors import error_response
 from triage.experiments import selectors, services
 from triage.experiments.arms import ExperimentInputError
 from triage.models import ApiKey, Experiment
-from triage.serializers import StrictIntegerField, TranscriptFilterInput
+from triage.serializer_fields import StrictIntegerField
+from triage.serializers import TranscriptFilterInput
 
 
 class SelectionInput(TranscriptFilterInput):
