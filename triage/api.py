@@ -6,15 +6,8 @@ Errors are JSON: {"error": {"status", "message", "fields": {path: [...]}}} (api_
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import math
-
-from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
-from django.core.exceptions import RequestDataTooBig
-from django.http import JsonResponse, StreamingHttpResponse
+from django.http import JsonResponse
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -29,7 +22,7 @@ from drf_spectacular.utils import (
 from rest_framework import exceptions, status
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import CursorPagination
-from rest_framework.parsers import BaseParser, JSONParser
+from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -37,6 +30,8 @@ from rest_framework.views import APIView
 from triage import selectors
 from triage.api_errors import error_body, error_response
 from triage.auth import HasScope, request_api_key
+from triage.export import EXPORT_FORMATS, export_response
+from triage.ingest_parsing import BodyError, NDJSONParser, parse_ingest_body
 from triage.models import ApiKey
 from triage.serializers import (
     FlagCreateInput,
@@ -107,131 +102,12 @@ def by_method(**views):
 
 # --- ingestion -------------------------------------------------------------------------
 
-JSON_TYPES = ("application/json",)
-NDJSON_TYPES = ("application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonlines")
-
-
-class NDJSONParser(BaseParser):
-    """Documents application/x-ndjson in the schema; the ingest view parses bodies itself
-    (to report error positions and per-line errors)."""
-
-    media_type = "application/x-ndjson"
-
-    def parse(self, stream, media_type=None, parser_context=None):  # pragma: no cover - not used
-        raise exceptions.UnsupportedMediaType(media_type)
-
-
-class BodyError(Exception):
-    def __init__(self, status_code: int, message: str, fields: dict | None = None, extra: dict | None = None):
-        super().__init__(message)
-        self.status_code, self.message, self.fields, self.extra = status_code, message, fields, extra or {}
-
-    def response(self) -> Response:
-        body = error_body(self.status_code, self.message, self.fields)
-        body["error"].update(self.extra)
-        return Response(body, status=self.status_code)
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"number {text[:20]} is out of range for a double")
-    return value
-
-
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not valid JSON (use null or a finite number)")
-
-
-def loads_strict(text: str):
-    """json.loads that refuses NaN/Infinity and out-of-range numbers (jsonb cannot hold
-    them). Raises json.JSONDecodeError (with position), ValueError or RecursionError."""
-    return json.loads(text, parse_float=_finite_float, parse_constant=_reject_constant)
-
-
-def _describe_parse_error(exc: Exception, *, line_offset: int = 0) -> tuple[str, dict]:
-    if isinstance(exc, json.JSONDecodeError):
-        line = exc.lineno + line_offset
-        where = {"line": line, "column": exc.colno, "offset": exc.pos}
-        return f"Malformed JSON at line {line}, column {exc.colno} (char {exc.pos}): {exc.msg}.", where
-    if isinstance(exc, RecursionError):
-        return "JSON nested too deeply; flatten it.", {}
-    return f"JSON not accepted: {exc}.", {}
-
-
-def _decode_body(body: bytes) -> str:
-    try:
-        return body.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as exc:
-        raise BodyError(400, f"Body is not valid UTF-8 (bad byte at offset {exc.start}); JSON must be UTF-8 encoded.",
-                        extra={"position": {"offset": exc.start}}) from None
-
-
-def _read_body(request) -> tuple[str, bytes]:
-    content_type = (request.META.get("CONTENT_TYPE") or "").strip()
-    media_type, _, params = content_type.partition(";")
-    media_type = media_type.strip().lower()
-    charset = next((p.split("=", 1)[1].strip().strip('"').lower() for p in params.split(";") if "=" in p
-                    and p.split("=", 1)[0].strip().lower() == "charset"), "utf-8")
-    if media_type in JSON_TYPES:
-        kind = "json"
-    elif media_type in NDJSON_TYPES:
-        kind = "ndjson"
-    else:
-        raise BodyError(415, f"Unsupported Content-Type {media_type or '(none)'!r}: send application/json "
-                             "(one transcript or {\"transcripts\": [...]}) or application/x-ndjson (one per line).")
-    if charset not in ("utf-8", "utf8"):
-        raise BodyError(415, f"Unsupported charset {charset!r}: JSON must be UTF-8.")
-    limit = settings.INGEST_MAX_BYTES
-    try:
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        declared = 0
-    if declared > limit:
-        raise BodyError(413, f"Body of {declared} bytes is over the {limit} byte limit (INGEST_MAX_BYTES); "
-                             "split it into smaller batches.")
-    try:
-        body = request.body
-    except RequestDataTooBig:
-        raise BodyError(413, f"Body is over the {limit} byte limit (INGEST_MAX_BYTES); split it into smaller batches.") from None
-    if len(body) > limit:
-        raise BodyError(413, f"Body of {len(body)} bytes is over the {limit} byte limit (INGEST_MAX_BYTES).")
-    if not body.strip():
-        raise BodyError(400, "Empty body: send one transcript object, {\"transcripts\": [...]}, or NDJSON lines.")
-    return kind, body
-
-
-def _check_batch_size(count: int) -> None:
-    limit = settings.INGEST_MAX_BATCH
-    if count > limit:
-        raise BodyError(413, f"Batch of {count} transcripts is over the limit of {limit} (INGEST_MAX_BATCH); split it.")
-    if count == 0:
-        raise BodyError(400, "Empty batch: send at least one transcript.", {"transcripts": ["must not be empty."]})
-
-
-def _parse_ndjson(body: bytes) -> tuple[list, dict[int, dict]]:
-    """(payloads, {item index: errors}) — a bad line is an invalid item, not a failed batch."""
-    payloads, bad = [], {}
-    for number, raw in enumerate(body.split(b"\n"), 1):
-        if not raw.strip():
-            continue
-        try:
-            payloads.append(loads_strict(_decode_body(raw)))
-        except BodyError as exc:
-            bad[len(payloads)] = {"body": [f"line {number}: {exc.message}"]}
-            payloads.append(None)
-        except (ValueError, RecursionError) as exc:
-            message, _ = _describe_parse_error(exc, line_offset=number - 1)
-            bad[len(payloads)] = {"body": [f"line {number}: {message}"]}
-            payloads.append(None)
-    return payloads, bad
-
 
 class TranscriptIngestApi(BaseApi):
     """POST /api/v1/transcripts — ingest one transcript, a batch, or NDJSON lines."""
 
     required_scope = ApiKey.Scope.INGEST
-    parser_classes = [JSONParser, NDJSONParser]  # for the schema; see _read_body
+    parser_classes = [JSONParser, NDJSONParser]  # for the schema; see parse_ingest_body
     renderer_classes = [JSONRenderer]
 
     @extend_schema(
@@ -268,34 +144,14 @@ class TranscriptIngestApi(BaseApi):
     )
     def post(self, request):
         try:
-            kind, body = _read_body(request)
-            key = request_api_key(request)
-            source = key.source if key else "web"
-            if kind == "ndjson":
-                payloads, bad = _parse_ndjson(body)
-                _check_batch_size(len(payloads))
-                return self._batch_response(source, key, payloads, bad)
-            text = _decode_body(body)
-            try:
-                document = loads_strict(text)
-            except (ValueError, RecursionError) as exc:
-                message, where = _describe_parse_error(exc)
-                raise BodyError(400, message + " Fix the body (python -m json.tool shows the spot).",
-                                {"body": [message]}, {"position": where} if where else None) from None
-            if isinstance(document, list) or (isinstance(document, dict) and "transcripts" in document
-                                              and "request_id" not in document):
-                items = document if isinstance(document, list) else document["transcripts"]
-                if not isinstance(items, list):
-                    raise BodyError(400, "transcripts must be a list of transcript objects.",
-                                    {"transcripts": [f"must be a list, got {type(items).__name__}."]})
-                _check_batch_size(len(items))
-                return self._batch_response(source, key, items, {})
-            if not isinstance(document, dict):
-                raise BodyError(400, f"Expected a transcript object or {{\"transcripts\": [...]}}, got {type(document).__name__}.",
-                                {"body": ["must be a JSON object."]})
-            return self._single_response(source, key, document)
+            body = parse_ingest_body(request)
         except BodyError as exc:
             return exc.response()
+        key = request_api_key(request)
+        source = key.source if key else "web"
+        if body.single:
+            return self._single_response(source, key, body.payloads[0])
+        return self._batch_response(source, key, body.payloads, body.invalid)
 
     def _single_response(self, source, key, payload) -> Response:
         result = ingest.transcript_ingest(source=source, payload=payload, api_key=key)
@@ -390,75 +246,14 @@ class TranscriptDetailApi(BaseApi):
         return Response(TranscriptDetailOutput(transcript).data)
 
 
+# --- export (triage.export streams the rows) -------------------------------------------
+
+
 class _IgnoreFormatNegotiation(DefaultContentNegotiation):
     """`?format=` selects the export format here, not a DRF renderer."""
 
     def select_renderer(self, request, renderers, format_suffix=None):
         return renderers[0], renderers[0].media_type
-
-
-class TranscriptExportOutput(TranscriptDetailOutput):
-    def get_flags(self, transcript) -> list[dict]:  # not exported (would be a query per row)
-        return []
-
-    def to_representation(self, instance):
-        data = super().to_representation(instance)
-        data.pop("flags", None)
-        return data
-
-
-CSV_COLUMNS = ["id", "source", "request_id", "received_at", "created_at", "model", "temperature", "kernel_profile",
-               "finish_reason", "degenerate", "severity", "flagged", "reasons", "warnings", "response"]
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _csv_cell(value) -> str:
-    """Spreadsheets execute cells starting with = + - @ (CSV injection): prefix them with '.
-    The CSV is for reading in a spreadsheet; JSONL is the byte-exact export."""
-    text = "" if value is None else str(value)
-    return "'" + text if text.startswith(_FORMULA_START) else text
-
-
-EXPORT_FORMATS = ("jsonl", "csv")
-EXPORT_CHUNK = 500
-
-
-def export_response(*, queryset, export_format: str, filename: str = "transcripts") -> StreamingHttpResponse:
-    """Stream a transcript queryset as JSONL (byte-exact, one object per line) or CSV, in
-    chunks of EXPORT_CHUNK rows (server-side cursor: memory stays flat). Shared by the API
-    export and the queue's bulk export."""
-    if export_format not in EXPORT_FORMATS:
-        raise ValueError(f"'{export_format}' is not an export format; use jsonl or csv.")
-    rows = queryset.iterator(chunk_size=EXPORT_CHUNK)
-    if export_format == "jsonl":
-        stream = (json.dumps(TranscriptExportOutput(t).data, ensure_ascii=False) + "\n" for t in rows)
-        response = StreamingHttpResponse(stream, content_type="application/x-ndjson; charset=utf-8")
-    else:
-        response = StreamingHttpResponse(_csv_lines(rows), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{filename}.{export_format}"'
-    return response
-
-
-def _csv_lines(rows):
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(CSV_COLUMNS)
-    for t in rows:
-        reasons = "; ".join(r.get("message", str(r)) if isinstance(r, dict) else str(r) for r in t.reasons)
-        values = {
-            **{c: getattr(t, c) for c in CSV_COLUMNS if hasattr(t, c)},
-            "received_at": t.received_at.isoformat(), "created_at": t.created_at.isoformat() if t.created_at else "",
-            "kernel_profile": t.kernel_profile.name if t.kernel_profile_id else "",
-            "reasons": reasons, "warnings": "; ".join(t.warnings),
-        }
-        # NUL cannot live in a spreadsheet cell: escaped rows stay escaped here (␀0).
-        writer.writerow([_csv_cell(values[c]) for c in CSV_COLUMNS])
-        yield buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
-    if buffer.tell():
-        yield buffer.getvalue()
-    yield ""
 
 
 class TranscriptExportApi(BaseApi):

@@ -21,10 +21,11 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
-from triage.api import ERROR_RESPONSE, BaseApi, _IgnoreFormatNegotiation, _actor, _csv_cell, _json_object
+from triage.api import ERROR_RESPONSE, BaseApi, _IgnoreFormatNegotiation, _actor, _json_object
 from triage.api_errors import error_response
 from triage.experiments import selectors, services
 from triage.experiments.arms import ExperimentInputError
+from triage.export import csv_cell
 from triage.models import ApiKey, Experiment
 from triage.serializer_fields import StrictIntegerField
 from triage.serializers import TranscriptFilterInput
@@ -221,5 +222,5 @@ class ExperimentExportApi(BaseApi):
             reasons = "; ".join(r.get("code", "") if isinstance(r, dict) else str(r) for r in s["reasons"] or [])
             row = {**s, "seq_rep_4": metrics.get("seq_rep_4"), "compression_ratio": metrics.get("compression_ratio"),
                    "reasons": reasons, "text": s["text"].replace("\x00", "\u2400")}
-            writer.writerow([_csv_cell(row[c]) for c in EXPORT_COLUMNS])
+            writer.writerow([csv_cell(row[c]) for c in EXPORT_COLUMNS])
             yield buffer.getvalue()

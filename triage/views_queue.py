@@ -17,7 +17,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views import View
 from django.views.decorators.http import require_POST
 
-from triage import api, selectors
+from triage import export, selectors
 from triage.degeneration import REASON_CODES
 from triage.experiments import services as experiment_services
 from triage.experiments.arms import ExperimentInputError
@@ -225,7 +225,7 @@ def bulk_export_view(request) -> HttpResponse:
     """The selected rows, or every row of the queue's current filter, as CSV or JSONL."""
     export_format = request.POST.get("format") or "csv"
     try:
-        if export_format not in api.EXPORT_FORMATS:
+        if export_format not in export.EXPORT_FORMATS:
             raise BulkInputError(f"'{export_format[:20]}' is not an export format; use csv or jsonl")
         if request.POST.get("scope") == "filter":
             form = QueueFilterForm(_unprefixed(request.POST))
@@ -237,4 +237,4 @@ def bulk_export_view(request) -> HttpResponse:
     except BulkInputError as exc:
         messages.error(request, f"Nothing exported: {exc}.")
         return _back(request)
-    return api.export_response(queryset=selectors.transcript_list(filters=filters), export_format=export_format)
+    return export.export_response(queryset=selectors.transcript_list(filters=filters), export_format=export_format)
