@@ -25,7 +25,7 @@ sketch cannot rule out: the same selection from 160 bytes per page and KV head i
 of the pages it touched (write, reset_pages here; rope_write and decode_layer in C). By default
 only float32 bounds (fp32 and fp8 caches) get sketches: a sketch row spans three cache lines, a
 float32 bounds row eight, a bf16 one four, and on bf16 rows the first pass's extra work eats the
-saving (measured: README.md, "Kernel variants").
+saving (measured: docs/performance.md, "What each indexer step is worth").
 `page_sketches=True` sketches bf16 bounds too, `False` keeps none (every page scored exactly).
 
 A slot is `page_id * page_size + offset`. The engine owns page allocation; it calls
