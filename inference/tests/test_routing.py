@@ -14,6 +14,7 @@ import concurrent.futures
 import pytest
 
 from inference.protocol import APIError
+from inference.replica_messages import Accepted, AddRequests, ComputeDivergence, DivergenceResult, ToReplica
 from inference.replicas import Replica, ReplicaPool, Submission, affinity_key
 
 IMPL = {"attention": "DenseAttention(device=cpu, native_decode=True)", "attention_backend": "dense",
@@ -21,19 +22,19 @@ IMPL = {"attention": "DenseAttention(device=cpu, native_decode=True)", "attentio
 
 
 class FakeInbox:
-    """Answers `add` with `accepted` and `divergence` with `result`, on the event loop, as the
-    pool's reader thread would; records what it was sent."""
+    """Answers `AddRequests` with `Accepted` and `ComputeDivergence` with `DivergenceResult`, on
+    the event loop, as the pool's reader thread would; records what it was sent."""
 
     def __init__(self, pool: ReplicaPool, index: int):
         self.pool, self.index, self.sent = pool, index, []
 
-    def put(self, message: tuple) -> None:
+    def put(self, message: ToReplica) -> None:
         self.sent.append(message)
         replica = self.pool.replicas[self.index]
-        if message[0] == "add":
-            answer = ("accepted", message[1], 5, {**IMPL, "device": f"cpu:{self.index}"})
-        elif message[0] == "divergence":
-            answer = ("result", message[1], {"replica": self.index})
+        if isinstance(message, AddRequests):
+            answer = Accepted(message.group_id, 5, {**IMPL, "device": f"cpu:{self.index}"})
+        elif isinstance(message, ComputeDivergence):
+            answer = DivergenceResult(message.job_id, {"replica": self.index})
         else:
             return
         self.pool._loop.call_soon(self.pool._on_message, replica, answer)
@@ -94,8 +95,8 @@ def test_one_conversation_under_several_kernels_lands_on_one_replica_and_another
     assert set(second.replicas) == {1 - a}, "a new conversation goes to the least busy replica"
     assert [r.busy for r in pool.replicas][a] == 12
     # Each request reached its replica as one admission of all its choices.
-    adds = [m for m in pool.replicas[a].inbox.sent if m[0] == "add"]
-    assert len(adds) == 3 and all(len(m[2]["choices"]) == 4 for m in adds)
+    adds = [m for m in pool.replicas[a].inbox.sent if isinstance(m, AddRequests)]
+    assert len(adds) == 3 and all(len(m.payload["choices"]) == 4 for m in adds)
     impl = first[0].implementation
     assert impl == {**IMPL, "device": f"cpu:{a}", "replicas": [a] * 4}
 
