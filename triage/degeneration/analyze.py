@@ -15,7 +15,7 @@ from . import near_verbatim as NV
 from . import nesting as N
 from .thresholds import DEFAULT, Thresholds
 
-VERSION = "4"  # 4: symbol floods, list overruns and repeated items, turn headers, third sayings (session 13)
+VERSION = "5"  # 5: implied set sizes, repeated blocks, mixed-prose third sayings, copies of one thing
 # 3: bare role lines, counting loops, near-verbatim loops, nesting, logprob evidence (session 12)
 # 2: repeat runs, character loops, CJK tokens, requested repetition (session 6)
 
@@ -82,6 +82,9 @@ def _short(s: str, n: int = 60) -> str:
 
 def _r(x: float) -> float:
     return round(float(x), 4)
+
+
+_WORD_RE = re.compile(r"[^\W\d_]{2,}")  # a word of letters (≥ 2)
 
 
 def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=None,
@@ -281,17 +284,22 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                 loop_fired = True
 
     # ---- a list far past the count asked for (``12 fruits`` answered with 33 until max_tokens) --
-    if not loop_fired and ("\n" in text) and n_requested() is not None:
-        n_req = n_requested()
+    n_req, implied = n_requested(), False
+    if n_req is None and not loop_fired and "\n" in text:
+        n_req = C.count_implied(messages)
+        implied = n_req is not None
+    if not loop_fired and ("\n" in text) and n_req is not None:
         run = C.longest_item_run(text)
         if run is not None:
-            mt["item_run"] = {**run.to_dict(), "requested_count": n_req}
+            mt["item_run"] = {**run.to_dict(), "requested_count": n_req, "count_implied": implied}
             over = run.items > n_req * T.count_request_factor and run.items >= n_req + T.list_overrun_min_extra
+            if implied:  # a set's size is a convention (10 or 12 rows), not the user's number
+                over = run.items >= n_req * T.count_request_factor + T.list_overrun_min_extra
             going = runaway and not text[run.end:].strip()  # (still listing when max_tokens cut it)
             if over and (runaway or run.items >= T.list_overrun_factor * n_req):
                 reasons.append(Reason(
                     "counting_loop", f"list overrun: {run.items} items from char {run.start} where the request "
-                    f"asked for {n_req}" + ("; still listing when the response hit max_tokens" if going else ""),
+                    f"asked for {n_req}" + (" (the size of the set it names)" if implied else "") + ("; still listing when the response hit max_tokens" if going else ""),
                     T.sev_counting_loop, (run.start, run.end)))
                 highlights.append(Highlight(run.start, run.end, "loop", f"{run.items} items for {n_req}"))
                 loop_fired = True
@@ -345,6 +353,28 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                     f"({run.covered} tokens) at char {unit_a}", T.sev_repeat_run, (unit_a, end)))
                 highlights.append(Highlight(unit_a, end, "loop", f"period {run.period} ×{run.copies:.0f}"))
                 loop_fired = True
+
+    # ---- a record or block said again and again, word for word (``{"make": "Ford", "model":
+    # "FoxCorp"}`` ×7 in a JSON array; the same two-line comment ×5) ---------------------------
+    if not loop_fired and "line_run" not in {r.code for r in reasons} and L >= T.record_run_min_period * 2:
+        rec = M.longest_run(ids, min_copies=T.record_run_min_copies, words=toks.is_word, word_share=0.0)
+        if rec is not None and rec.period >= T.record_run_min_period and rec.covered >= T.loop_min_tokens:
+            unit_a, unit_b = int(toks.starts[rec.start]), int(toks.ends[rec.start + rec.period - 1])
+            end = int(toks.ends[rec.start + rec.covered - 1])
+            unit = text[unit_a:unit_b]
+            words = set(_WORD_RE.findall(unit.lower()))
+            if (len(words) >= T.record_run_min_words and end - unit_a >= T.record_run_min_coverage * len(text)):
+                mt["record_run"] = {"period": rec.period, "copies": _r(rec.copies), "covered_tokens": rec.covered,
+                                    "start_char": unit_a, "unit": _short(unit, 80)}
+                if requested(unit, rec.copies):
+                    exempted.append("record_run")
+                else:
+                    reasons.append(Reason(
+                        "repeat_run", f"repeated block: “{_short(unit, 50)}” ×{rec.copies:.0f} word for word, back "
+                        f"to back, at char {unit_a} ({(end - unit_a) / len(text):.0%} of the response)",
+                        T.sev_repeat_run, (unit_a, end)))
+                    highlights.append(Highlight(unit_a, end, "loop", f"block ×{rec.copies:.0f}"))
+                    loop_fired = True
 
     # ---- a loop at the end in characters (inside one token, or whitespace) ---------------------
     cl = M.char_tail_loop(text)
@@ -418,7 +448,8 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
             long_segments = er.mean_tokens >= T.near_long_segment_tokens
             enough = (er.tokens >= T.near_min_tokens and (cov >= T.near_min_coverage or (runaway and at_end))
                       and (er.echoes >= T.near_min_echoes and er.copies >= T.near_min_copies
-                           or long_segments and er.echoes >= 2 and er.copies >= T.near_long_min_copies))
+                           or long_segments and er.echoes >= 2 and er.copies >= T.near_long_min_copies
+                          and er.chain >= T.near_long_min_copies))
             # still in a rotation said word for word when max_tokens cut it
             cut_rotation = (runaway and at_end and er.echoes >= T.near_cut_min_echoes and er.copies >= 2
                             and er.repeat_share >= T.near_cut_min_repeat_share and er.novel_share == 0)
@@ -497,7 +528,8 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
         if not loop_fired and L >= T.runaway_window_min_tokens and (
                 (tail_rep8 >= T.runaway_any_repeat8 and tail_twice8 >= (
                     T.runaway_min_third_saying if prose_tail else T.runaway_markup_min_third_saying))
-                or (prose_tail and tail_rep8 >= T.runaway_prose_repeat8 and tail_twice8 >= T.runaway_min_third_saying)):
+                or (prose_tail and tail_rep8 >= T.runaway_prose_repeat8 and tail_twice8 >= T.runaway_min_third_saying)
+                or (word_share >= T.runaway_mixed_word_share and tail_twice8 >= T.runaway_mixed_min_third_saying)):
             reasons.append(Reason(
                 "runaway_repetition",
                 f"hit max_tokens while repeating itself: {_pct(tail_rep8)} of the 8-token sequences in the last "

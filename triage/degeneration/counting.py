@@ -67,17 +67,47 @@ sometimes skips (``14, 16, 17, 18, 21``); squares, prices and the days of the mo
 def count_requested(messages) -> int | None:
     """The largest count the last user message asks for ("15 countries", "ten tips", "1 to 20",
     "top 5"), or None.  Only a number next to a plural noun or after to/up to/top/first counts:
-    "the multiplication table of 7" asks for no count."""
+    "the multiplication table of 7" asks for no count (``count_implied`` knows its size)."""
+    text = _last_user_text(messages)
+    if text is None:
+        return None
+    best = None
+    for m in _COUNT_RE.finditer(text):
+        w = (m.group("a") or m.group("b")).lower()
+        n = int(w) if w.isdigit() else _NUMBER_WORDS.get(w)
+        if n is not None and n > 0 and (best is None or n > best):
+            best = n
+    return best
+
+
+# Well-known sets whose size a request implies without a number: "the multiplication table of 7"
+# has 10 or 12 rows (the larger is taken), "the planets" eight.
+_IMPLIED_COUNTS = [(re.compile(p, re.I), n) for p, n in (
+    (r"\b(?:multiplication|times)[ -]tables?\b", 12),
+    (r"\bdays of the week\b", 7),
+    (r"\bmonths(?: of the year)?\b", 12),
+    (r"\bplanets\b", 8),
+    (r"\bcontinents\b", 7),
+    (r"\bzodiac signs\b|\bsigns of the zodiac\b", 12),
+    (r"\bcolou?rs of the rainbow\b", 7),
+    (r"\bseasons\b", 4),
+    (r"\bletters of the (?:english )?alphabet\b", 26),
+)]
+
+
+def count_implied(messages) -> int | None:
+    """The size of a well-known set the last user message names without a number (``the
+    multiplication table of 6``: 12 rows, ``the planets``: 8), or None.  Looser than a count the
+    user gave, so it is used only to tell a list that ran far past it."""
+    text = _last_user_text(messages)
+    implied = [n for rx, n in _IMPLIED_COUNTS if text is not None and rx.search(text)]
+    return max(implied) if implied else None
+
+
+def _last_user_text(messages) -> str | None:
     for msg in reversed(list(messages or ())):
-        if _message_role(msg) != "user":
-            continue
-        best = None
-        for m in _COUNT_RE.finditer(_message_text(msg)):
-            w = (m.group("a") or m.group("b")).lower()
-            n = int(w) if w.isdigit() else _NUMBER_WORDS.get(w)
-            if n is not None and n > 0 and (best is None or n > best):
-                best = n
-        return best
+        if _message_role(msg) == "user":
+            return _message_text(msg)
     return None
 
 

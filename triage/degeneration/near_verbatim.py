@@ -42,6 +42,7 @@ class EchoRun:
     #                            aside, or near-identically)
 
     mean_tokens: float = 0.0   # tokens of the stretch's content segments, on average
+    chain: int = 0             # copies of the most-echoed segment (it and its echoes, and theirs)
 
     @property
     def copies(self) -> float:
@@ -54,7 +55,7 @@ class EchoRun:
                 "novel_share": round(self.novel_share, 4), "at_end": self.at_end, "period_segments": self.period,
                 "copies": round(self.copies, 2), "repeat_share": round(self.repeat_share, 4),
                 "mean_segment_tokens": round(self.mean_tokens, 1),
-                "content_segments": self.total_segments}
+                "content_segments": self.total_segments, "chain": self.chain}
 
 
 _SENT_END = np.zeros(128, dtype=bool)
@@ -260,10 +261,19 @@ def echo_run(ids: np.ndarray, prose: np.ndarray, vocab: np.ndarray, numbers: np.
     said |= best[E] >= near_repeat
     repeat_share = int(np.count_nonzero(said)) / n_echo
     mean_tokens = int(seg_len[idx[a:b + 1]].sum()) / (b - a + 1)
+    # copies of one thing: each echo joins the group of the segment it echoes (A A' B B' is two
+    # groups of two, A A' A'' one of three)
+    group: dict[int, int] = {}
+    sizes: dict[int, int] = {}
+    for x, lag in zip(E.tolist(), (j[E] + 1).tolist()):
+        root = group.get(x - lag, x - lag)
+        group[x] = root
+        sizes[root] = sizes.get(root, 1) + 1
+    chain = max(sizes.values())
     start_token = int(bounds[idx[a]])
     return EchoRun(segments=b - a + 1, echoes=n_echo, tokens=end_token - start_token, start_token=start_token,
                    end_token=end_token, novel_share=novel, at_end=b == S - 1, total_segments=S, period=period,
-                   repeat_share=repeat_share, mean_tokens=mean_tokens)
+                   repeat_share=repeat_share, mean_tokens=mean_tokens, chain=chain)
 
 
 _U64LE = np.dtype("<u8")

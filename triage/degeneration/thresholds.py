@@ -109,6 +109,18 @@ class Thresholds:
     for N copies (``write 'hello' 50 times``) exempts up to N copies of a unit the user named,
     for this and the other repetition findings."""
 
+    record_run_min_copies: int = 5
+    record_run_min_period: int = 6
+    record_run_min_words: int = 2
+    record_run_min_coverage: float = 0.15
+    """A block of ≥ 6 tokens with ≥ 2 distinct words in it (a JSON record, a table row, a two-line
+    comment), said word for word ≥ 5 times back to back over ≥ 15 % of the response and ≥ 40 tokens
+    (``loop_min_tokens``), is a loop
+    even when it is mostly punctuation (the repeat run above wants prose).  Data and code do not
+    repeat a whole record or statement verbatim five times in a row: the records differ in a
+    name or a value, the unrolled statements in an index.  Checked on every labelled set: the only
+    healthy items with such a run repeat what the user asked to be repeated (``write 'I will not
+    talk in class' 20 times``), which the request exemption covers."""
     # ---- a loop at the end, in characters ----------------------------------------------------
     char_loop_min_chars: int = 200
     char_loop_runaway_min_chars: int = 100
@@ -154,6 +166,11 @@ class Thresholds:
     """Markup, code and data re-use their own 8-grams row after row (``</td></tr> <tr><td>``), so
     a table or a JSON object restated once already says a third of its tail a third time; for
     them most of the window (≥ 60 %) must be a third saying."""
+    runaway_mixed_word_share: float = 0.4
+    runaway_mixed_min_third_saying: float = 0.5
+    """Between prose and markup (40–55 % words: quoted dialogue, ``I'm`` split in three, lists with
+    numbers), half of the window said a third time or more is a loop: the healthy items there
+    (lists cut while restating, a cut template) stay under 0.39."""
     runaway_phrase_window: int = 128
     runaway_phrase_min_count: int = 4
     """…or one phrase (7 tokens, ≥ 5 of them words) said 4 or more times in the last 128 tokens of a

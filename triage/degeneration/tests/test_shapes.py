@@ -384,3 +384,57 @@ def test_a_row_of_consecutive_numbers_is_a_table_row():
         str(i) for i in range(10, 22)) + " |\n| 20 | 21 | 22"
     assert "counting_loop" not in _codes(analyze(text, finish_reason="length",
                                                  messages=_ask("Make a markdown table of the multiplication table of 9.")))
+
+
+# ---- round 5: the shapes heldout4 missed (written here from their definitions) ----------------
+
+def test_a_times_table_that_runs_far_past_its_rows():
+    """"The multiplication table of 7" names no number but has 10 or 12 rows; 30 rows of one
+    template until max_tokens is a counting loop. 12 rows is the table."""
+    ask = _ask("Make a markdown table of the multiplication table of 7.")
+    head = "| n | 7 × n |\n|---|---|\n"
+    runaway = head + "".join(f"| {i} | {(i * 3) % 11} |\n" for i in range(1, 31)) + "| 31 |"
+    a = analyze(runaway, finish_reason="length", messages=ask)
+    assert a.degenerate and "the size of the set it names" in a.reasons[0].message, [r.message for r in a.reasons]
+    table = head + "".join(f"| {i} | {7 * i} |\n" for i in range(1, 13))
+    assert not analyze(table, finish_reason="stop", messages=ask).degenerate
+    # an implied count is looser than a number the user gave: a few rows past it is not a loop
+    planets = "| Planet | Moons |\n|---|---|\n" + "".join(
+        f"| {p} | {m} |\n" for p, m in [("Mercury", 0), ("Venus", 0), ("Earth", 1), ("Mars", 2), ("Jupiter", 95),
+                                         ("Saturn", 146), ("Uranus", 28), ("Neptune", 16), ("Pluto", 5),
+                                         ("Ceres", 0), ("Eris", 1), ("Haumea", 2), ("Makemake", 1)])
+    assert not analyze(planets, finish_reason="length", messages=_ask("Make a table of the planets.")).degenerate
+
+
+def test_the_same_record_again_and_again_in_a_json_array():
+    rec = '    {\n        "make": "Ford",\n        "model": "Focus"\n    },\n'
+    text = ('[\n    {\n        "make": "Toyota",\n        "model": "Corolla"\n    },\n' + rec * 7
+            + '    {\n        "make": "Honda",\n        "model": "Civic"\n    }\n]\n')
+    a = analyze(text, finish_reason="stop", messages=_ask("Write a JSON array of 7 cars with make and model."))
+    assert a.degenerate and "repeated block" in a.reasons[0].message, [r.message for r in a.reasons]
+    # records that differ in a value are data, however alike
+    ok = "[\n" + "".join(f'    {{\n        "make": "Ford",\n        "model": "Focus",\n        "year": {y}\n    }},\n'
+                         for y in range(2001, 2009)) + "]\n"
+    assert not analyze(ok, finish_reason="stop", messages=_ask("Write a JSON array of 8 cars.")).degenerate
+
+
+def test_two_lines_said_in_rotation_with_quotes_until_max_tokens():
+    """Dialogue lines split into many short tokens (``I'm``, quotes) sit between prose and markup:
+    half of the tail said a third time is a loop there too."""
+    lines = ['"Team, I\'m going to Mars. I\'m going to Mars.', '"Sounds good, we\'re going to Mars. We\'re going to Mars.']
+    text = ("Title: Mission to Mars\n\nThe crew gathers in the hangar before the launch.\n\n"
+            + "\n\n".join(lines[i % 2] for i in range(14)) + '\n\n"Sounds nice, we\'re')
+    a = analyze(text, finish_reason="length", messages=_ask("Write an interview with an astronaut."))
+    assert a.degenerate, [r.message for r in a.reasons]
+
+
+def test_two_sentences_each_said_twice_are_not_three_copies():
+    """A A' B B' (two steps each doubled) is two copies of two things, not a loop of three."""
+    a1 = "Remove the tire from the bike by loosening the nuts on the axle with a wrench."
+    b1 = "Replace the tire with the new one and tighten the nuts on the axle again firmly."
+    text = ("Here are the steps to change a bicycle tire:\n\n1. Shift to the smallest gear.\n"
+            f"2. {a1}\n3. {a1}\n4. {b1}\n5. {b1}\n6. Pump the tire to the pressure on its side.")
+    a = analyze(text, finish_reason="stop", messages=_ask("Give me the steps to change a bicycle tire."))
+    assert not a.degenerate, [r.message for r in a.reasons]
+    three = text.replace(f"4. {b1}", f"4. {a1}")
+    assert analyze(three, finish_reason="stop", messages=_ask("Give me the steps to change a bicycle tire.")).degenerate
