@@ -8,8 +8,8 @@ See README.md in this folder for the metric definitions, thresholds and measured
 """
 
 from .analyze import REASON_CODES, VERSION, Analysis, Highlight, Reason, analyze
-from .metrics import tokenize
 from .thresholds import DEFAULT as DEFAULT_THRESHOLDS, Thresholds
+from .tokens import tokenize
 
 __all__ = ["analyze", "Analysis", "Reason", "Highlight", "Thresholds", "DEFAULT_THRESHOLDS",
            "tokenize", "VERSION", "REASON_CODES"]

@@ -10,10 +10,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import counting as C
-from . import metrics as M
 from . import near_verbatim as NV
 from . import nesting as N
+from .lines import compression_ratio, line_char_offset, line_stats
+from .markup import fence_spans, in_spans, markup_balance, symbol_tail_run
+from .messages import norm_words, requested_repetition
+from .repetition import (char_tail_loop, longest_run, match_len, ngram_stats, tail_loop, tail_loop_tolerant,
+                         tail_phrase_count, tail_repeat)
 from .thresholds import DEFAULT, Thresholds
+from .tokens import clean_logprobs, digit_blind_hashes, ids_array, token_arrays
+from .turns import confabulated_turns
 
 VERSION = "5"  # 5: implied set sizes, repeated blocks, mixed-prose third sayings, copies of one thing
 # 3: bare role lines, counting loops, near-verbatim loops, nesting, logprob evidence (session 12)
@@ -126,16 +132,16 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
     highlights: list[Highlight] = []
     data = text.encode("utf-8", "surrogatepass")
 
-    toks = M.token_arrays(text)
+    toks = token_arrays(text)
     L = len(toks)
     ids = toks.hashes
     mt: dict = {"chars": len(text), "bytes": len(data), "tokens": L, "token_unit": "word/punct"}
-    mt.update({k: _r(v) for k, v in M.ngram_stats(ids).items()})
-    mt["compression_ratio"] = _r(M.compression_ratio(data))
+    mt.update({k: _r(v) for k, v in ngram_stats(ids).items()})
+    mt["compression_ratio"] = _r(compression_ratio(data))
     mt["finish_reason"] = finish_reason
     runaway = finish_reason == "length"
     mt["runaway"] = runaway
-    request = M.requested_repetition(messages)
+    request = requested_repetition(messages)
     exempted: list[str] = []
     _n_req: list = []
 
@@ -150,7 +156,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
         names: the object of its repetition verb) and got at most about N: the answer, not a loop."""
         if request is None:
             return False
-        words = {w for w in M.norm_words(unit).split() if not w.isdigit()}  # (numbered copies)
+        words = {w for w in norm_words(unit).split() if not w.isdigit()}  # (numbered copies)
         return bool(words) and words <= set(request[1].split()) and copies <= request[0] * 1.1 + 1
 
     # ---- tail loop ---------------------------------------------------------------------------
@@ -159,7 +165,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
     # (or a U+FFFD: a multi-byte character whose bytes max_tokens cut)
     last_may_be_cut = L > 0 and int(toks.ends[-1]) == len(text) and (
         text[-1].isalnum() or text[-1] == "_" or text[-1] == "\ufffd")
-    loop = M.tail_loop_tolerant(ids, last_may_be_cut)
+    loop = tail_loop_tolerant(ids, last_may_be_cut)
     loop_info = None
     loop_char = None
     structural = False
@@ -177,7 +183,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
     mt["tail_loop"] = loop_info
 
     # ---- markup ------------------------------------------------------------------------------
-    markup = M.markup_balance(text)
+    markup = markup_balance(text)
     mt["markup"] = {"tags": markup["tags"], "excess_close": markup["excess_close"],
                     "excess_open": markup["excess_open"], "code_fences": markup["code_fences"],
                     "unbalanced_fence": markup["unbalanced_fence"]}
@@ -230,7 +236,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
             fz = loop  # (no number to equate: the same sequence as the tail loop's)
         else:
             window = number_blind()[L - W:]  # every number is the same token
-            fz = M.tail_loop_tolerant(window, last_may_be_cut)
+            fz = tail_loop_tolerant(window, last_may_be_cut)
             fuzzy_tail = (L - W, fz)
         if fz is not None:
             covered = fz.covered
@@ -305,7 +311,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                 loop_fired = True
 
     # ---- lines -------------------------------------------------------------------------------
-    ls = M.line_stats(text, T.line_run_min_chars)
+    ls = line_stats(text, T.line_run_min_chars)
     mt["lines"] = {"lines": ls.lines, "duplicate_share": _r(ls.duplicate_share), "longest_run": ls.run,
                    "longest_run_line": _short(ls.run_line, 80), "structural_run": ls.structural_run,
                    "structural_run_line": _short(ls.structural_run_line, 40)}
@@ -316,7 +322,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
         if run >= minimum and requested(line, run):
             exempted.append("line_run")
         elif run >= minimum:
-            a = M.line_char_offset(text, start_line)
+            a = line_char_offset(text, start_line)
             b = _end_of_run(text, a, line, run)
             if (run < T.line_run_strong and (b - a) < T.line_run_min_coverage * len(text)
                     and not (runaway and not text[b:].strip())):
@@ -330,7 +336,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
     if blind_runs.get(run_copies, True) is None:
         run = None  # (none with the numbers equated, so none here: these ids are equal less often)
     else:
-        run = M.longest_run(ids, min_copies=run_copies, words=toks.is_word, word_share=T.run_min_word_share)
+        run = longest_run(ids, min_copies=run_copies, words=toks.is_word, word_share=T.run_min_word_share)
     if run is not None:
         unit_a, unit_b = int(toks.starts[run.start]), int(toks.ends[run.start + run.period - 1])
         mt["repeat_run"] = {"period": run.period, "copies": _r(run.copies), "covered_tokens": run.covered,
@@ -357,7 +363,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
     # ---- a record or block said again and again, word for word (``{"make": "Ford", "model":
     # "FoxCorp"}`` ×7 in a JSON array; the same two-line comment ×5) ---------------------------
     if not loop_fired and "line_run" not in {r.code for r in reasons} and L >= T.record_run_min_period * 2:
-        rec = M.longest_run(ids, min_copies=T.record_run_min_copies, words=toks.is_word, word_share=0.0)
+        rec = longest_run(ids, min_copies=T.record_run_min_copies, words=toks.is_word, word_share=0.0)
         if rec is not None and rec.period >= T.record_run_min_period and rec.covered >= T.loop_min_tokens:
             unit_a, unit_b = int(toks.starts[rec.start]), int(toks.ends[rec.start + rec.period - 1])
             end = int(toks.ends[rec.start + rec.covered - 1])
@@ -377,7 +383,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                     loop_fired = True
 
     # ---- a loop at the end in characters (inside one token, or whitespace) ---------------------
-    cl = M.char_tail_loop(text)
+    cl = char_tail_loop(text)
     if cl is not None and cl.copies >= 3:
         unit = text[-cl.period:]
         mt["char_loop"] = {"period_chars": cl.period, "copies": _r(cl.copies), "covered_chars": cl.covered,
@@ -401,7 +407,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
 
     # ---- a flood of a few symbols at the end (emoji repeated until max_tokens) ------------------
     if not loop_fired and runaway:
-        sf = M.symbol_tail_run(text)
+        sf = symbol_tail_run(text)
         if sf is not None:
             mt["symbol_flood"] = sf
             if sf["symbols"] >= T.symbol_flood_min and sf["symbols"] >= T.symbol_flood_per_kind * sf["kinds"]:
@@ -516,14 +522,14 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
 
     # ---- runaway with near-repetition --------------------------------------------------------
     if runaway:  # (computed only here: it costs a sort and only matters for a runaway)
-        tail_rep8, window, tail_twice8 = M.tail_repeat(ids, 8)
+        tail_rep8, window, tail_twice8 = tail_repeat(ids, 8)
         tail_words = toks.is_word[L - window - 7:]
         word_share = np.count_nonzero(tail_words) / tail_words.size if L >= 8 and window else 0.0
         mt["tail_repeat_8"] = _r(tail_rep8)
         mt["tail_third_saying_8"] = _r(tail_twice8)
         mt["tail_word_share"] = _r(word_share)
         prose_tail = word_share >= T.runaway_prose_word_share
-        phrase = M.tail_phrase_count(ids, toks.is_word, window=T.runaway_phrase_window) if not loop_fired else 0
+        phrase = tail_phrase_count(ids, toks.is_word, window=T.runaway_phrase_window) if not loop_fired else 0
         mt["tail_phrase_count"] = phrase
         if not loop_fired and L >= T.runaway_window_min_tokens and (
                 (tail_rep8 >= T.runaway_any_repeat8 and tail_twice8 >= (
@@ -559,7 +565,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
                               f"is never closed", T.sev_unbalanced_fence * (0.5 if runaway else 1.0)))
 
     # ---- confabulated turns ------------------------------------------------------------------
-    cf = M.confabulated_turns(text, messages, T.confab_min_words, chat_template, cut=runaway)
+    cf = confabulated_turns(text, messages, T.confab_min_words, chat_template, cut=runaway)
     mt["confabulation"] = {"turn_markers": len(cf["markers"]), "end_markers": len(cf["end_markers"]),
                            "role_lines": len(cf["role_lines"]), "bare_role_lines": len(cf["bare_roles"])}
     if cf["markers"]:
@@ -608,14 +614,14 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
     model_loop = mids = None
     if token_ids is not None:
         try:
-            mids = M.ids_array(list(token_ids))
+            mids = ids_array(list(token_ids))
         except (TypeError, ValueError, OverflowError):
             mids = None
             mt["model_tokens"] = {"error": "token_ids must be a sequence of integers"}
         if mids is not None:
             mm = {"tokens": int(mids.size)}
-            mm.update({k: _r(v) for k, v in M.ngram_stats(mids).items()})
-            model_loop = M.tail_loop_tolerant(mids)
+            mm.update({k: _r(v) for k, v in ngram_stats(mids).items()})
+            model_loop = tail_loop_tolerant(mids)
             mm["tail_loop"] = None if model_loop is None else {
                 "period": model_loop.period, "copies": _r(model_loop.copies),
                 "covered_tokens": model_loop.covered, "coverage": _r(model_loop.coverage),
@@ -624,7 +630,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
     loops = [r for r in reasons if r.code in LOOP_CODES and r.span is not None]
     lp = None
     if token_logprobs is not None:
-        lp = M.clean_logprobs(token_logprobs) if isinstance(token_logprobs, (list, tuple, np.ndarray)) else np.zeros(0)
+        lp = clean_logprobs(token_logprobs) if isinstance(token_logprobs, (list, tuple, np.ndarray)) else np.zeros(0)
     if lp is not None and lp.size:
         certain = lp >= T.near_zero_logprob
         info: dict = {"n": int(lp.size), "mean": _r(lp.mean()), "certain_share": _r(certain.mean())}
@@ -707,7 +713,7 @@ def _counting_loop(text: str, toks, T: Thresholds, runaway: bool, n_requested, r
             if not any(_periodic_tail(ids[L - W:L - trim], 3) for trim in trims):
                 return None
         if n_mixed > 24:  # (vectorised; any ids do that are equal exactly for equal digit-blind strings)
-            ids[where] = M.digit_blind_hashes(toks, where)
+            ids[where] = digit_blind_hashes(toks, where)
         else:
             ids[where] = np.fromiter(
                 (hash(C.DIGITS_RE.sub("#", text[a:b])) for a, b in zip(toks.starts[where].tolist(),
@@ -719,14 +725,14 @@ def _counting_loop(text: str, toks, T: Thresholds, runaway: bool, n_requested, r
             fz = fuzzy_tail[1]
             trim = fz.trimmed if fz is not None else 0
         else:
-            fz = M.tail_loop(ids[L - W:L - trim])
+            fz = tail_loop(ids[L - W:L - trim])
         if fz is not None and fz.copies >= 3:
             whole = fz.covered // fz.period
             first = L - trim - whole * fz.period
             cands.append((first, fz.period, whole))
     if run_wanted:
         # a counter anywhere (a loop the model left, then wrapped up): ≥ 8 copies of ≤ 32 tokens
-        run = M.longest_run(ids, min_copies=T.count_anywhere_min_copies)
+        run = longest_run(ids, min_copies=T.count_anywhere_min_copies)
         if blind_runs is not None:
             blind_runs[T.count_anywhere_min_copies] = run  # (the number-blind longest run, for the caller)
         if run is not None:
@@ -763,8 +769,8 @@ def _counting_loop(text: str, toks, T: Thresholds, runaway: bool, n_requested, r
         words = C.prose_words(unit_toks)
         wordy = words >= T.count_words_min and words >= T.count_words_share * period
         if spans is None:
-            spans = M.fence_spans(text) if ("```" in text or "~~~" in text) else []
-        in_code = M._in_spans(a, spans)
+            spans = fence_spans(text) if ("```" in text or "~~~" in text) else []
+        in_code = in_spans(a, spans)
         cov = whole * period / L
         far = n_req is not None and whole > n_req * T.count_request_factor + T.count_request_slack
         if wordy:
@@ -826,7 +832,7 @@ def _periodic_tail(seq: np.ndarray, copies: int) -> bool:
         if cand.size > 64:
             return True   # (a first look only: many candidates, the loop itself tells)
     for p in cand.tolist():
-        if M._match_len(r, p) >= (copies - 1) * p:
+        if match_len(r, p) >= (copies - 1) * p:
             return True
     return False
 

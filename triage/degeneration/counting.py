@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .metrics import _NUMBER_WORDS, _message_role, _message_text
+from .messages import NUMBER_WORDS, message_role, message_text
 
 MAX_COPIES = 256      # copies examined (the last ones): enough to know a column, bounded cost
-_NUM = r"\d{1,5}|" + "|".join(sorted((re.escape(w) for w in _NUMBER_WORDS if w not in ("twice", "thrice")),
+_NUM = r"\d{1,5}|" + "|".join(sorted((re.escape(w) for w in NUMBER_WORDS if w not in ("twice", "thrice")),
                                      key=len, reverse=True))
 # "15 countries", "ten ways", "a list of 20 users", "top 5", "the first 12", "1 to 20", "up to 100"
 # (a duration, a measure or a multiplier is not a number of items: "for 2 years", "5 times")
@@ -74,7 +74,7 @@ def count_requested(messages) -> int | None:
     best = None
     for m in _COUNT_RE.finditer(text):
         w = (m.group("a") or m.group("b")).lower()
-        n = int(w) if w.isdigit() else _NUMBER_WORDS.get(w)
+        n = int(w) if w.isdigit() else NUMBER_WORDS.get(w)
         if n is not None and n > 0 and (best is None or n > best):
             best = n
     return best
@@ -106,8 +106,8 @@ def count_implied(messages) -> int | None:
 
 def _last_user_text(messages) -> str | None:
     for msg in reversed(list(messages or ())):
-        if _message_role(msg) == "user":
-            return _message_text(msg)
+        if message_role(msg) == "user":
+            return message_text(msg)
     return None
 
 

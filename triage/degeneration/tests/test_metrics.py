@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from triage.degeneration import metrics as M
+from triage.degeneration import lines, markup, repetition, tokens, turns
 
 text_chars = st.text(alphabet=st.sampled_from(list("ab c,.<>/\n\t_1٣é日本ー々・カ한\U0001F600\u0301\ud800\udfff\x00")) | st.characters(), max_size=300)
 
@@ -12,9 +12,9 @@ text_chars = st.text(alphabet=st.sampled_from(list("ab c,.<>/\n\t_1٣é日本ー
 @settings(max_examples=200, deadline=None)
 @given(text_chars)
 def test_vectorised_tokens_equal_regex(text):
-    tk = M.token_arrays(text)
+    tk = tokens.token_arrays(text)
     got = [text[a:b] for a, b in zip(tk.starts.tolist(), tk.ends.tolist())]
-    assert got == M.TOKEN_RE.findall(text)
+    assert got == tokens.TOKEN_RE.findall(text)
     # equal tokens <-> equal hashes
     by_tok = {}
     for h, t in zip(tk.hashes.tolist(), got):
@@ -25,10 +25,10 @@ def test_vectorised_tokens_equal_regex(text):
 
 
 def test_token_hashes_consistent_across_chunks(monkeypatch):
-    monkeypatch.setattr(M, "_CHUNK", 64)
+    monkeypatch.setattr(tokens, "_CHUNK", 64)
     text = " ".join(["alpha", "beta", "gamma</div>", "x" * 200, "alpha", "beta"] * 30)
-    tk = M.token_arrays(text)
-    toks = M.TOKEN_RE.findall(text)
+    tk = tokens.token_arrays(text)
+    toks = tokens.TOKEN_RE.findall(text)
     ids = {}
     for h, t in zip(tk.hashes.tolist(), toks):
         assert ids.setdefault(t, h) == h
@@ -44,7 +44,7 @@ def brute_ngram(tokens, n):
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.integers(0, 4), max_size=400))
 def test_ngram_stats_match_brute_force(seq):
-    got = M.ngram_stats(M.ids_array(seq))
+    got = repetition.ngram_stats(tokens.ids_array(seq))
     for n in range(1, 5):
         rep, dist = brute_ngram(seq, n)
         assert got[f"seq_rep_{n}"] == pytest.approx(rep)
@@ -52,7 +52,7 @@ def test_ngram_stats_match_brute_force(seq):
 
 
 def test_seq_rep_known_values():
-    got = M.ngram_stats(M.ids_array([1, 2, 1, 2]))
+    got = repetition.ngram_stats(tokens.ids_array([1, 2, 1, 2]))
     assert got["seq_rep_1"] == 0.5 and got["distinct_1"] == 0.5
     assert got["seq_rep_2"] == pytest.approx(1 / 3)       # ab ba ab
     assert got["distinct_2"] == pytest.approx(2 / 4)      # Li et al.: unique / tokens
@@ -82,96 +82,96 @@ def test_tail_loop_matches_brute_force(prefix, unit, copies, cut):
     seq = prefix + unit * copies
     if cut and len(seq) > cut:
         seq = seq[:-cut]
-    got = M.tail_loop(M.ids_array(seq))
+    got = repetition.tail_loop(tokens.ids_array(seq))
     exp = brute_tail_loop(seq)
     assert (None if got is None else (got.period, got.covered)) == exp
 
 
 def test_tail_loop_div_flood_shortest_period():
-    tk = M.token_arrays("<html><body>" + "</div>" * 500)
-    loop = M.tail_loop(tk.hashes)
+    tk = tokens.token_arrays("<html><body>" + "</div>" * 500)
+    loop = repetition.tail_loop(tk.hashes)
     # the ">" of <body> continues the period backwards; the loop starts at the first whole copy
     assert loop.period == 4 and loop.covered == 2001 and loop.start == len(tk) - 2000
 
 
 def test_tail_loop_tolerates_a_cut_last_word():
-    tk = M.token_arrays("Intro text here. " + "</div>" * 100 + "</d")
-    assert M.tail_loop(tk.hashes) is None or M.tail_loop(tk.hashes).covered < 10
-    loop = M.tail_loop_tolerant(tk.hashes)
+    tk = tokens.token_arrays("Intro text here. " + "</div>" * 100 + "</d")
+    assert repetition.tail_loop(tk.hashes) is None or repetition.tail_loop(tk.hashes).covered < 10
+    loop = repetition.tail_loop_tolerant(tk.hashes)
     assert loop.period == 4 and loop.trimmed == 1 and loop.covered >= 400
 
 
 def test_line_stats_runs_and_duplicates():
     text = "intro line here\n\nsame line again!\nsame line again!\n\nsame line again!\n}\n}\n}\nend"
-    ls = M.line_stats(text, 12)
+    ls = lines.line_stats(text, 12)
     assert ls.run == 3 and ls.run_line == "same line again!"
     assert ls.structural_run == 3 and ls.structural_run_line == "}"
     assert ls.lines == 8                      # blank lines are not counted
     assert ls.duplicate_share == pytest.approx(1 - 4 / 8)
-    assert M.line_char_offset(text, ls.run_start_line) == text.index("same")
+    assert lines.line_char_offset(text, ls.run_start_line) == text.index("same")
 
 
 def test_markup_balance_nested_and_flood():
     nested = "<div>" * 20 + "<br><img src=x/><input type=text>" + "</div>" * 20
-    m = M.markup_balance(nested)
+    m = markup.markup_balance(nested)
     assert m["excess_close"] == {} and m["excess_open"] == {}
-    m = M.markup_balance("<div><p>hi</p></div>" + "</div>" * 30)
+    m = markup.markup_balance("<div><p>hi</p></div>" + "</div>" * 30)
     assert m["excess_close"] == {"div": 30}
-    m = M.markup_balance("```python\nx = 1\n```\ntext\n```\nunclosed")
+    m = markup.markup_balance("```python\nx = 1\n```\ntext\n```\nunclosed")
     assert m["code_fences"] == 3 and m["unbalanced_fence"]
-    assert not M.markup_balance("````\n```\nstill inside\n````\n")["unbalanced_fence"]
+    assert not markup.markup_balance("````\n```\nstill inside\n````\n")["unbalanced_fence"]
 
 
 def test_compression_ratio():
-    assert M.compression_ratio(b"") == 0.0
-    assert M.compression_ratio(b"</div>" * 1000) > 50
+    assert lines.compression_ratio(b"") == 0.0
+    assert lines.compression_ratio(b"</div>" * 1000) > 50
     rnd = np.random.default_rng(0).integers(0, 256, 4096, dtype=np.uint8).tobytes()
-    assert M.compression_ratio(rnd) < 1.05
+    assert lines.compression_ratio(rnd) < 1.05
 
 
 def test_confabulated_turn_markers_and_code():
     text = "Paris.<|im_end|>\n<|im_start|>user\nNow write a poem<|im_end|>"
-    cf = M.confabulated_turns(text, [{"role": "user", "content": "Capital of France?"}], 2)
+    cf = turns.confabulated_turns(text, [{"role": "user", "content": "Capital of France?"}], 2)
     assert [(m[2]) for m in cf["markers"]] == ["user"]
     assert len(cf["end_markers"]) == 2
     explained = "ChatML wraps turns like this:\n```\n<|im_start|>user\nhi<|im_end|>\n```\nand `<|im_start|>` inline."
-    cf = M.confabulated_turns(explained, None, 2)
+    cf = turns.confabulated_turns(explained, None, 2)
     assert cf["markers"] == [] and cf["end_markers"] == []
 
 
 def test_role_lines_need_unknown_text():
     msgs = [{"role": "user", "content": "Summarise: User: please reset my password now"}]
     quoting = "The ticket says:\nUser: please reset my password now\nso reset it."
-    assert M.confabulated_turns(quoting, msgs, 2)["role_lines"] == []
+    assert turns.confabulated_turns(quoting, msgs, 2)["role_lines"] == []
     invented = "Sure, done.\n\nUser: Thanks! Now write me a README for Butter.\n\nAssistant: Of course."
-    assert len(M.confabulated_turns(invented, msgs, 2)["role_lines"]) == 1
+    assert len(turns.confabulated_turns(invented, msgs, 2)["role_lines"]) == 1
     # without messages a lone "User:" line (e.g. a field list) is not a turn; a dialogue is
-    assert M.confabulated_turns("Fields:\nUser: the owner of the key\nScope: read", None, 2)["role_lines"] == []
-    assert len(M.confabulated_turns(invented, None, 2)["role_lines"]) == 1
+    assert turns.confabulated_turns("Fields:\nUser: the owner of the key\nScope: read", None, 2)["role_lines"] == []
+    assert len(turns.confabulated_turns(invented, None, 2)["role_lines"]) == 1
     asked = [{"role": "user", "content": "Write a short dialogue between a user and a support bot."}]
-    assert M.confabulated_turns(invented, asked, 2)["role_lines"] == []
+    assert turns.confabulated_turns(invented, asked, 2)["role_lines"] == []
 
 
 def test_clean_logprobs():
-    out = M.clean_logprobs([-0.5, None, float("nan"), 0.2, "x", True, float("-inf")])
+    out = tokens.clean_logprobs([-0.5, None, float("nan"), 0.2, "x", True, float("-inf")])
     assert out.tolist() == [-0.5, 0.0, -1e4]
     # all numbers (the usual case) takes the numpy path: same rules
-    assert M.clean_logprobs([-0.5, float("nan"), 0.2, float("-inf"), float("inf"), -3, -2e4]).tolist() == [
+    assert tokens.clean_logprobs([-0.5, float("nan"), 0.2, float("-inf"), float("inf"), -3, -2e4]).tolist() == [
         -0.5, 0.0, -1e4, -3.0, -2e4]
-    assert M.clean_logprobs((-1, 0)).tolist() == [-1.0, 0.0]
-    assert M.clean_logprobs(np.array([-0.25, np.nan, 1.0], dtype=np.float32)).tolist() == [-0.25, 0.0]
-    assert M.clean_logprobs(np.array([[-2, 0]])).tolist() == [-2.0, 0.0]  # any numeric array, flattened
-    assert np.signbit(M.clean_logprobs([-0.0, -1.0])[0])  # -0.0 kept, as the per-item path keeps it
+    assert tokens.clean_logprobs((-1, 0)).tolist() == [-1.0, 0.0]
+    assert tokens.clean_logprobs(np.array([-0.25, np.nan, 1.0], dtype=np.float32)).tolist() == [-0.25, 0.0]
+    assert tokens.clean_logprobs(np.array([[-2, 0]])).tolist() == [-2.0, 0.0]  # any numeric array, flattened
+    assert np.signbit(tokens.clean_logprobs([-0.0, -1.0])[0])  # -0.0 kept, as the per-item path keeps it
 
 
 def test_token_arrays_ascii_and_unicode_paths_agree():
     # an ASCII text takes a one-byte path; one non-ASCII character switches to code points
     text = "Call 555-0100 now_2 x1 12345 the end... a __init__ 3rd 42"
-    a, b = M.token_arrays(text), M.token_arrays(text + " é")
+    a, b = tokens.token_arrays(text), tokens.token_arrays(text + " é")
     T = len(a)
     for field in ("starts", "ends", "is_number", "is_word", "hashes"):
         assert getattr(a, field).tolist() == getattr(b, field)[:T].tolist(), field
-    assert [text[s:e] for s, e in zip(a.starts, a.ends)] == M.tokenize(text)
+    assert [text[s:e] for s, e in zip(a.starts, a.ends)] == tokens.tokenize(text)
     assert [text[s:e] for s, e in zip(a.starts[a.is_number], a.ends[a.is_number])] == ["555", "0100", "12345", "42"]
     assert [text[s:e] for s, e in zip(a.starts[a.is_word], a.ends[a.is_word])] == ["Call", "the", "end", "__init__"]
 
@@ -179,18 +179,18 @@ def test_token_arrays_ascii_and_unicode_paths_agree():
 def test_longest_run_finds_back_to_back_copies_anywhere(monkeypatch):
     import random
 
-    seq = M.token_arrays("Intro words here. " + "I think " * 12 + "the answer is 42. The end.").hashes
-    run = M.longest_run(seq)
+    seq = tokens.token_arrays("Intro words here. " + "I think " * 12 + "the answer is 42. The end.").hashes
+    run = repetition.longest_run(seq)
     assert (run.period, run.copies, run.start) == (2, 12, 4)
-    assert M.longest_run(M.token_arrays("all different words in this short sentence").hashes) is None
+    assert repetition.longest_run(tokens.token_arrays("all different words in this short sentence").hashes) is None
     # the one-pass 2-D version (typical responses) equals the per-period loop (long ones)
     rng = random.Random(0)
     for _ in range(200):
         seq = _random_run_sequence(rng, max_n=300, symbols=5, loop_chance=0.4, max_unit=8, max_copies=30, max_tail=9)
         for min_copies in (2, 3, 8):
-            two_d = M.longest_run(seq, min_copies=min_copies)
-            monkeypatch.setattr(M, "_RUN_2D_MAX_TOKENS", -1)
-            assert M.longest_run(seq, min_copies=min_copies) == two_d
+            two_d = repetition.longest_run(seq, min_copies=min_copies)
+            monkeypatch.setattr(repetition, "_RUN_2D_MAX_TOKENS", -1)
+            assert repetition.longest_run(seq, min_copies=min_copies) == two_d
             monkeypatch.undo()
 
 
@@ -240,30 +240,30 @@ def test_longest_run_sampled_first_look_finds_what_every_comparison_finds(monkey
             for w in (None, words):
                 want = _longest_run_brute(seq.tolist(), min_copies, None if w is None else w.tolist())
                 for sample_above in (0, 10 ** 9):
-                    monkeypatch.setattr(M, "_RUN_SAMPLE_ABOVE", sample_above)
-                    run = M.longest_run(seq, min_copies=min_copies, words=w)
+                    monkeypatch.setattr(repetition, "_RUN_SAMPLE_ABOVE", sample_above)
+                    run = repetition.longest_run(seq, min_copies=min_copies, words=w)
                     got = None if run is None else (run.period, run.start, run.covered)
                     assert got == want, (trial, min_copies, w is None, sample_above)
 
 
 def test_char_tail_loop_sees_inside_tokens_and_whitespace():
-    run = M.char_tail_loop("3.14159" + "0" * 300)
+    run = repetition.char_tail_loop("3.14159" + "0" * 300)
     assert (run.period, run.covered) == (1, 300)
-    assert M.char_tail_loop("abc" + "\n" * 100).covered == 100
-    assert M.char_tail_loop("xy" + "ab" * 50).period == 2
-    assert M.char_tail_loop("An ordinary sentence that ends the way sentences do.") is None
+    assert repetition.char_tail_loop("abc" + "\n" * 100).covered == 100
+    assert repetition.char_tail_loop("xy" + "ab" * 50).period == 2
+    assert repetition.char_tail_loop("An ordinary sentence that ends the way sentences do.") is None
 
 
 def test_cjk_characters_are_tokens_of_their_own():
-    assert M.tokenize("复利的意思abc是ドキドキ。한국어 word") == [
+    assert tokens.tokenize("复利的意思abc是ドキドキ。한국어 word") == [
         "复", "利", "的", "意", "思", "abc", "是", "ド", "キ", "ド", "キ", "。", "한국어", "word"]
-    tk = M.token_arrays("所以所以 very")
+    tk = tokens.token_arrays("所以所以 very")
     assert tk.is_word.tolist() == [True, True, True, True, True]
 
 
 def test_role_headings_are_turns_only_when_an_assistant_heading_follows():
     msgs = [{"role": "user", "content": "How do I stash changes in git?"}]
     turn = "Use git stash.\n\n### User\nThanks! And how do I undo a commit?\n\n### Assistant\nUse git reset."
-    assert len(M.confabulated_turns(turn, msgs, 2)["role_lines"]) == 1
+    assert len(turns.confabulated_turns(turn, msgs, 2)["role_lines"]) == 1
     docs = "## Models\n\n### User\nThe User model stores the account and its role.\n\n### Order\nAn order."
-    assert M.confabulated_turns(docs, msgs, 2)["role_lines"] == []
+    assert turns.confabulated_turns(docs, msgs, 2)["role_lines"] == []

@@ -1,0 +1,120 @@
+"""Markup: tag balance per element name, code fences (their balance and the spans of fenced
+code), and a flood of symbols at the end of a text."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+
+TAG_RE = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:_-]*)(?:\s[^<>]*?)?(/?)>")
+VOID_TAGS = frozenset("area base br col embed hr img input link meta param source track wbr "
+                      "keygen command basefont frame isindex".split())
+FENCE_RE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", re.M)
+
+
+def markup_balance(text: str) -> dict:
+    """Per tag name, the surplus of closing over opening tags and vice versa (void and
+    self-closing tags ignored), plus code-fence balance."""
+    out: dict = {"tags": 0, "excess_close": {}, "excess_open": {}, "first_excess_close": None,
+                 "code_fences": 0, "unbalanced_fence": False}
+    if "<" in text:
+        opens: Counter = Counter()
+        closes: Counter = Counter()
+        for (slash, name, selfclose), k in Counter(TAG_RE.findall(text)).items():  # C-level count
+            name = name.lower()
+            if selfclose or name in VOID_TAGS:
+                continue
+            if slash:
+                closes[name] += k
+            else:
+                opens[name] += k
+        out["tags"] = sum(opens.values()) + sum(closes.values())
+        out["opens"] = dict(opens)
+        out["closes"] = dict(closes)
+        out["excess_close"] = {k: closes[k] - opens.get(k, 0) for k in closes if closes[k] > opens.get(k, 0)}
+        out["excess_open"] = {k: opens[k] - closes.get(k, 0) for k in opens if opens[k] > closes.get(k, 0)}
+    if "```" in text or "~~~" in text:
+        fences = FENCE_RE.findall(text)
+        # A fence closes only with the same character and at least the opener's length.
+        open_fence = None
+        count = 0
+        for f in fences:
+            count += 1
+            if open_fence is None:
+                open_fence = f
+            elif f[0] == open_fence[0] and len(f) >= len(open_fence):
+                open_fence = None
+        out["code_fences"] = count
+        out["unbalanced_fence"] = open_fence is not None
+    return out
+
+
+_FLOOD_GLUE = frozenset(" \t\r\n|*_-~.,:;\u200d\ufe0f\ufffd")
+_SYMBOL_CATEGORIES = frozenset(("So", "Sk"))
+
+
+def symbol_tail_run(text: str, max_chars: int = 4096) -> dict | None:
+    """The stretch at the end of ``text`` made only of symbols (Unicode So / Sk: emoji, dingbats)
+    and what glues them (spaces, ``|``, zero-width joiners, a cut character): {"start", "symbols",
+    "kinds", "top", "top_count"}, or None when the text does not end in a symbol.  Scans at most
+    the last ``max_chars`` characters (backwards, stops at the first other character)."""
+    counts: dict[str, int] = {}
+    i = len(text)
+    stop = max(0, i - max_chars)
+    while i > stop:
+        c = text[i - 1]
+        if c in _FLOOD_GLUE:
+            i -= 1
+            continue
+        if c < "\u2000" or unicodedata.category(c) not in _SYMBOL_CATEGORIES:
+            break
+        counts[c] = counts.get(c, 0) + 1
+        i -= 1
+    if not counts:
+        return None
+    while i < len(text) and text[i] in _FLOOD_GLUE:
+        i += 1
+    top = max(counts, key=counts.get)
+    return {"start": i, "symbols": sum(counts.values()), "kinds": len(counts), "top": top, "top_count": counts[top]}
+
+
+def fence_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of fenced code blocks (an unclosed one runs to the end)."""
+    spans = []
+    if "```" not in text and "~~~" not in text:  # (a fence holds one of them)
+        return spans
+    open_at = None
+    open_fence = None
+    for m in FENCE_RE.finditer(text):
+        f = m.group(1)
+        if open_fence is None:
+            open_fence, open_at = f, m.start()
+        elif f[0] == open_fence[0] and len(f) >= len(open_fence):
+            spans.append((open_at, m.end()))
+            open_fence = None
+    if open_fence is not None:
+        spans.append((open_at, len(text)))
+    return spans
+
+
+
+def closed_spans(text: str, spans):
+    """The fenced code blocks that are closed: a fence left open to the end of a response is
+    often the parity of its fences gone wrong (a block reopened by the fence that meant to close
+    it), or a runaway; what follows it is not reliably code."""
+    return [s for s in spans if s[1] < len(text)] if spans and spans[-1][1] >= len(text) else spans
+
+
+def in_spans(pos: int, spans) -> bool:
+    for a, b in spans:
+        if a <= pos < b:
+            return True
+    return False
+
+
+def in_inline_code(text: str, pos: int) -> bool:
+    line_start = text.rfind("\n", 0, pos) + 1
+    if text[line_start:pos].strip() in ("```", "~~~", "````"):
+        return False  # (right after a code fence: a role glued to the fence, not inline code)
+    return text.count("`", line_start, pos) % 2 == 1

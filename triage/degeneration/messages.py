@@ -1,0 +1,65 @@
+"""The conversation: a message's text and role, texts compared as words, and what the user asked
+to have repeated (``write 'hello' 50 times``)."""
+
+from __future__ import annotations
+
+import re
+
+_WORD_RE = re.compile(r"\w+")
+
+
+NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+                      "ninety": 90, "hundred": 100, "a hundred": 100, "one hundred": 100, "a thousand": 1000,
+                      "thousand": 1000, "twice": 2, "thrice": 3})
+_COUNT = r"(?P<n>\d{1,5}|" + "|".join(sorted((re.escape(w) for w in NUMBER_WORDS), key=len, reverse=True)) + ")"
+# A repetition verb, its object, then the count: "write the word 'hello' 50 times", "repeat the
+# sentence '…' twenty times", "say it twice". Not "what is 500 times 3" (no verb; a number after
+# the count) nor "50x faster".
+_REPEAT_REQUEST_RE = re.compile(
+    r"\b(?:repeat|write|say|print|type|spell|list|output|copy|echo|sing|chant|shout|draw|generate|give me)\b"
+    r"(?P<obj>[^\n]{0,200}?)(?:\b" + _COUNT + r"\s*times\b(?!\s*\d)|\b(?P<w>twice|thrice)\b)", re.I)
+
+
+def requested_repetition(messages) -> tuple[int, str] | None:
+    """(N, the words of what is to be repeated) when the last user message asks for something N
+    times ("write 'hello' 50 times", "repeat this sentence twenty times"), else None: N copies of
+    the unit the user named are the answer, not a loop. The object is what stands between the
+    verb and the count, so a loop of other words is never excused."""
+    for msg in reversed(list(messages or ())):
+        if message_role(msg) != "user":
+            continue
+        best = None
+        for m in _REPEAT_REQUEST_RE.finditer(message_text(msg)):
+            word = (m.group("n") or m.group("w")).lower()
+            count = int(word) if word.isdigit() else NUMBER_WORDS[word]
+            if best is None or count > best[0]:
+                best = (count, norm_words(m.group("obj")))
+        return best
+    return None
+
+
+def norm_words(s: str) -> str:
+    """The lower-cased words of ``s`` joined by single spaces (for comparing texts as words)."""
+    return " ".join(_WORD_RE.findall(s.lower()))
+
+
+def message_text(msg) -> str:
+    if isinstance(msg, str):
+        return msg
+    if not isinstance(msg, dict):
+        return ""
+    c = msg.get("content")
+    if isinstance(c, str):
+        return c
+    if isinstance(c, list):  # OpenAI content parts
+        return " ".join(p.get("text", "") for p in c if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def message_role(msg) -> str:
+    if isinstance(msg, dict) and isinstance(msg.get("role"), str):
+        return msg["role"].lower()
+    return ""
