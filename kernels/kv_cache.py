@@ -29,7 +29,9 @@ saving (measured: docs/performance.md, "What each indexer step is worth").
 `page_sketches=True` sketches bf16 bounds too, `False` keeps none (every page scored exactly).
 
 A slot is `page_id * page_size + offset`. The engine owns page allocation; it calls
-`reset_pages` when it hands pages to a sequence, so the bounds start empty (+inf / -inf).
+`reset_pages` when it hands pages to a sequence, so the bounds start empty (+inf / -inf), and
+`snapshot_bounds` / `restore_bounds` when two passes write the same pages (teacher forcing
+under two settings of one cache layout: each pass starts from the bounds the prefill left).
 
 FP8 scale policy (per layer and KV head, computed from the values written)
 --------------------------------------------------------------------------
@@ -49,6 +51,8 @@ make a request's numbers depend on what other requests wrote before it.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
@@ -71,6 +75,16 @@ def fp8_quantize(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
 def fp8_dequantize(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     """Inverse of fp8_quantize: (..., Hkv, D) float8 -> float32."""
     return x.float() * scale[:, None]
+
+
+@dataclass(frozen=True)
+class BoundsSnapshot:
+    """The key bounds (and their sketches) of some pages, as `PagedKVCache.snapshot_bounds` copied
+    them."""
+
+    pages: torch.Tensor            # (n,) long page ids
+    kbounds: torch.Tensor          # (L, Hkv, n, 2, D) bounds_dtype
+    ksketch: torch.Tensor | None   # (L, Hkv, n, R) uint8; None when the cache keeps no sketches
 
 
 class PagedKVCache:
@@ -186,6 +200,27 @@ class PagedKVCache:
         self.kbounds[:, :, dst] = self.kbounds[:, :, src]
         if self.ksketch is not None:
             self.ksketch[:, :, dst] = self.ksketch[:, :, src]
+
+    def snapshot_bounds(self, page_ids: torch.Tensor) -> BoundsSnapshot:
+        """A copy of the key bounds and sketches of pages `page_ids`, for `restore_bounds`. Bounds
+        only grow as keys are written, so a caller that runs two passes writing the same slots (the
+        engine's teacher-forced divergence under two settings) puts them back between the passes;
+        keys and values need no copy, since each pass rewrites every slot before reading it."""
+        pages = self._page_ids(page_ids)  # (indexing by a tensor of ids copies: no clone needed)
+        sketch = None if self.ksketch is None else self.ksketch[:, :, pages]
+        return BoundsSnapshot(pages, self.kbounds[:, :, pages], sketch)
+
+    def restore_bounds(self, snapshot: BoundsSnapshot) -> None:
+        """Put the key bounds and sketches of the snapshot's pages back exactly as they were when
+        it was taken (other pages, keys and values untouched)."""
+        L, Hkv, _, _, D = self.kbounds.shape
+        n = snapshot.pages.numel()
+        if (tuple(snapshot.kbounds.shape) != (L, Hkv, n, 2, D) or snapshot.kbounds.dtype != self.bounds_dtype
+                or (snapshot.ksketch is None) != (self.ksketch is None)):
+            raise ValueError("restore_bounds: the snapshot was taken from a cache of another layout")
+        self.kbounds[:, :, snapshot.pages] = snapshot.kbounds
+        if self.ksketch is not None:
+            self.ksketch[:, :, snapshot.pages] = snapshot.ksketch
 
     def calibrate(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
         """Fix the fp8 scales of `layer` from sample keys/values (N, Hkv, D). No-op for "auto".

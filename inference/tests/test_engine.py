@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from inference.divergence import teacher_forced_hidden
 from inference.engine import EngineError, GenerationRequest, SamplingParams
 from kernels.selector import KernelUnavailableError
 from kernels.settings import KernelSettings, KernelSettingsError
@@ -278,18 +279,18 @@ def test_divergence_prefills_once_for_two_settings_of_one_cache_layout(dtype, re
     sparse = KernelSettings(attention="sparse", sparse_budget=64, sink_pages=1, local_pages=1)
     assert sparse.cache_key == STOCK.cache_key
     with torch.inference_mode():
-        alone = {s: engine._teacher_forced_hidden(prompt, cont, s)[0] for s in (STOCK, sparse)}
+        alone = {s: teacher_forced_hidden(engine, prompt, cont, s)[0] for s in (STOCK, sparse)}
         for order in ((STOCK, sparse), (sparse, STOCK)):
-            together = engine._teacher_forced_hidden(prompt, cont, *order)
+            together = teacher_forced_hidden(engine, prompt, cont, *order)
             for s, h in zip(order, together):
                 assert torch.equal(h, alone[s]), (order, s)
     assert not torch.equal(alone[STOCK], alone[sparse])  # (the settings differ here)
     with pytest.raises(ValueError, match="cache layout"):
-        engine._teacher_forced_hidden(prompt, cont, STOCK, KernelSettings(page_size=32))
+        teacher_forced_hidden(engine, prompt, cont, STOCK, KernelSettings(page_size=32))
 
 
 def test_block_allocator_counts_references():
-    from inference.engine import BlockAllocator
+    from inference.scheduler import BlockAllocator
 
     a = BlockAllocator(4)
     pages = a.allocate(2)

@@ -196,3 +196,49 @@ def test_copy_pages_rejects_bad_page_lists():
                             ([0, 1], [1, 2], "distinct"), ([0, 1], [2, 2], "distinct")):
         with pytest.raises(ValueError, match=match):
             cache.copy_pages(torch.tensor(src), torch.tensor(dst))
+
+
+@pytest.mark.parametrize("kv_cache_dtype,dtype,page_sketches", [
+    ("auto", torch.float32, None),     # float32 bounds: sketched where the native kernels build
+    ("auto", torch.bfloat16, True),    # bf16 bounds, sketched on request
+    ("auto", torch.bfloat16, False),   # no sketches
+    ("fp8_e4m3", torch.float32, None),
+], ids=["fp32", "bf16-sketched", "bf16-unsketched", "fp8"])
+def test_restore_bounds_gives_back_the_snapshot_pages_exact_bounds_and_sketches(kv_cache_dtype, dtype, page_sketches):
+    """The engine's teacher-forced divergence runs one decode pass per setting over the same
+    pages; each must start from the bounds and sketches the prefill left, bit for bit (bounds
+    only grow as keys are written). Pages outside the snapshot keep what was written since."""
+    cache = _cache(kv_cache_dtype, dtype=dtype, page_sketches=page_sketches)
+    g = torch.Generator().manual_seed(9)
+    for layer in range(2):  # pages 0 and 1 full, page 2 holds 8 tokens, page 3 empty
+        cache.write(layer, torch.arange(40), torch.randn(40, 3, 64, generator=g), torch.randn(40, 3, 64, generator=g))
+    pages = torch.tensor([2, 3])
+    snap = cache.snapshot_bounds(pages)
+    bounds = cache.kbounds[:, :, pages].clone()
+    sketch = None if cache.ksketch is None else cache.ksketch[:, :, pages].clone()
+
+    def widen():  # larger keys on pages 2, 3 and 0
+        slots = torch.tensor([2 * 16 + 9, 3 * 16, 5])
+        for layer in range(2):
+            cache.write(layer, slots, 5 * torch.randn(3, 3, 64, generator=g), torch.randn(3, 3, 64, generator=g))
+
+    widen()
+    assert not torch.equal(cache.kbounds[:, :, pages], bounds)  # (the writes did change them)
+    if sketch is not None:
+        assert not torch.equal(cache.ksketch[:, :, pages], sketch)
+    for _ in range(2):  # the snapshot is a copy: it restores as often as asked
+        page0 = cache.kbounds[:, :, 0].clone()
+        cache.restore_bounds(snap)
+        assert torch.equal(cache.kbounds[:, :, pages], bounds)
+        if sketch is not None:
+            assert torch.equal(cache.ksketch[:, :, pages], sketch)
+        assert torch.equal(cache.kbounds[:, :, 0], page0)
+        widen()
+
+
+def test_restore_bounds_refuses_a_snapshot_of_another_layout():
+    snap = _cache(head_dim=32).snapshot_bounds(torch.tensor([1]))
+    with pytest.raises(ValueError, match="another layout"):
+        _cache().restore_bounds(snap)
+    with pytest.raises(ValueError, match="page ids must be in"):
+        _cache().snapshot_bounds(torch.tensor([8]))
