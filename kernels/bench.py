@@ -10,7 +10,7 @@ implementations are timed everywhere; the Triton ones too on a GPU, where --cuda
 captures each Triton step in a CUDA graph first
 (the indexer and decode kernel have static shapes and never sync with the host). On the CPU,
 `indexer_exact_ms` times the same selection without the cache's page-bound sketches (every
-page scored from its bounds row; kernels/cpu/ops.c, "page-bound sketches"). Median wall time
+page scored from its bounds row; kernels/cpu/indexer.c, "page-bound sketches"). Median wall time
 over --repeats runs after warm-up.
 """
 

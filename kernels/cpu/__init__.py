@@ -1,152 +1,39 @@
-"""Native CPU kernels (kernels/cpu/ops.c) for the engine's decode path: a bf16-weight linear
-layer with fused epilogues, RMSNorm, rope + paged-cache write, and paged decode attention.
+"""Native CPU kernels for the engine's decode path: a bf16-weight linear layer with fused
+epilogues, RMSNorm, rope + paged-cache write, paged decode attention (dense and sparse), the
+Quest page indexer, and a whole decoder layer in one call. The C units are beside this file
+(common.h maps them); _loader.py builds, caches and loads them, and declares their ctypes types.
+This module holds the Python wrappers: they check shapes and dtypes, then make one C call.
 
 Why native: at decode a 135M model does ~20 small ops per layer, and torch's per-op cost
-(dispatch, allocation, a fork/join per op) is larger than the math. ops.c does each step in
+(dispatch, allocation, a fork/join per op) is larger than the math. The C code does each step in
 one call, in float32 with a fixed summation order per output element, so results are batch
-invariant (a row's output never depends on the other rows of the call).
+invariant (a row's output never depends on the other rows of the call). See
+docs/architecture.md for where this sits in the engine.
 
-The library is compiled at first use with the system C compiler (`cc`, or $CC) and
-`-O3 -march=native -ffp-contract=off -fopenmp` (no implicit FMA contraction: every fused
-multiply-add is written out, so the scalar and vector paths round the same way), then cached under $TRIAGE_KERNEL_CACHE (default
-~/.cache/triage-kernels) keyed by the source, the flags and the CPU. `available()` is False,
-with the reason in `unavailable_reason()`, when no compiler is found, the build fails, or
-TRIAGE_NATIVE_KERNELS=0; callers then use the torch implementations.
+`available()` is False, with the reason in `unavailable_reason()`, when no compiler is found, the
+build fails, or TRIAGE_NATIVE_KERNELS=0; callers then use the torch implementations.
 """
 
 from __future__ import annotations
 
 import ctypes
-import functools
-import hashlib
-import logging
-import os
-import platform
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
 
 import torch
 
-logger = logging.getLogger(__name__)
+from ._loader import DecodeLayerArgs, _lib, available, build_variant, cpu_flags, unavailable_reason
 
-_SOURCE = Path(__file__).with_name("indexer.c")
-_FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-fopenmp", "-fPIC", "-shared", "-std=gnu11"]
+__all__ = [
+    "DecodeLayout", "LayerWeights", "PackedWeight", "SparseDecodeLayout", "advise_huge", "available", "bf16_dot",
+    "build_variant", "cpu_flags", "decode_layer", "decode_layer_scratch", "fp8_dequant", "fp8_quantize",
+    "grouped_query_bounds", "linear", "page_scores", "paged_decode", "rms_norm", "rope_write", "select_from_scores",
+    "select_pages", "simd_lanes", "sketch_intervals", "sketch_pages", "sketch_row_bytes", "sparse_decode",
+    "stream_read_seconds", "unavailable_reason",
+]
+
 _DTYPE_CODES = {torch.float32: 0, torch.bfloat16: 1}
 _KV_CODES = {torch.float32: 0, torch.bfloat16: 1}
 if hasattr(torch, "float8_e4m3fn"):
     _KV_CODES[torch.float8_e4m3fn] = 2
-
-_reason: str | None = None
-
-
-def _cpu_id() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return line
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def cpu_flags() -> frozenset[str]:
-    """The CPU's feature flags from /proc/cpuinfo (empty where there is none)."""
-    line = _cpu_id()
-    return frozenset(line.split(":", 1)[1].split()) if line.startswith("flags") else frozenset()
-
-
-def _build(cache_dir: Path, flags: list[str] = _FLAGS) -> Path:
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not compiler:
-        raise RuntimeError("no C compiler found (install gcc, e.g. apt-get install gcc, or set CC)")
-    source = _SOURCE.read_bytes()
-    key = hashlib.sha256(source + " ".join(flags).encode() + _cpu_id().encode() + compiler.encode()).hexdigest()[:16]
-    target = cache_dir / f"libtriage_kernels-{key}.so"
-    if target.exists():
-        return target
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
-        out = Path(tmp) / target.name
-        proc = subprocess.run([compiler, *flags, str(_SOURCE), "-o", str(out), "-lm"],
-                              capture_output=True, text=True, timeout=300)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{compiler} failed to build {_SOURCE.name}:\n{proc.stderr[-2000:]}")
-        os.replace(out, target)  # atomic: concurrent processes build their own and one wins
-    return target
-
-
-def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
-    """Argument and result types of the library's entry points."""
-    P, I64, I, F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float
-    lib.tk_linear_packed_numel.argtypes, lib.tk_linear_packed_numel.restype = [I64, I64], I64
-    lib.tk_linear_pack.argtypes, lib.tk_linear_pack.restype = [P, I, I64, I64, I64, P], None
-    lib.tk_advise_huge.argtypes, lib.tk_advise_huge.restype = [P, I64], None
-    lib.tk_linear.argtypes = [P, I, I64, I64, I64, P, I, I64, I64, P, I, I64, P, I, I64, I]
-    lib.tk_linear.restype = None
-    lib.tk_rms_norm.argtypes, lib.tk_rms_norm.restype = [P, I, I64, I64, P, F, P, I], None
-    lib.tk_rope_write.argtypes = [P, I, I64, I64, I64, I64, P, P, P, P, P, P, P, P, I64, I64, I, P, P, P, I]
-    lib.tk_rope_write.restype = None
-    lib.tk_paged_decode.argtypes = [P, I, I64, I64, I64, I64, P, P, I, I64, P, I64, P, F, P, P, P, I]
-    lib.tk_paged_decode.restype = None
-    lib.tk_fp8_dequant.argtypes, lib.tk_fp8_dequant.restype = [P, I64, I64, F, P], None
-    lib.tk_fp8_quantize.argtypes, lib.tk_fp8_quantize.restype = [P, I64, I64, F, P], I64
-    lib.tk_decode_layer.argtypes = [P, I64, I64, P, P, F, P, P, P, P, I64, I64, I64, I64, P, P, P, P, P, P, P, I64,
-                                    I64, P, I64, P, F, I64, I64, I64, P, I, P, P, P, P, I]
-    lib.tk_decode_layer.restype = None
-    lib.tk_stream_read.argtypes, lib.tk_stream_read.restype = [P, I64, I], ctypes.c_double
-    lib.tk_simd_lanes.argtypes, lib.tk_simd_lanes.restype = [], I
-    lib.tk_bf16_dot.argtypes, lib.tk_bf16_dot.restype = [], I
-    lib.tk_page_scores.argtypes = [P, I, I64, I64, I64, I64, P, I, I64, P, I64, I64, P, I]
-    lib.tk_group_query_bounds.argtypes = [P, I, I64, I64, I64, I64, P]
-    lib.tk_group_query_bounds.restype = None
-    lib.tk_page_scores.restype = None
-    lib.tk_sparse_decode.argtypes = [P, I, I64, I64, I64, I64, P, P, I, I64, I64, P, I64, P, P, I64, F, P, P, P, P, I]
-    lib.tk_sparse_decode.restype = None
-    lib.tk_select_pages.argtypes = [P, I64, I64, I64, P, I64, I64, I64, I64, P, I]
-    lib.tk_select_pages.restype = None
-    lib.tk_index_pages.argtypes = [P, I, I64, I64, I64, I64, P, I, P, I64, P, I64, I64, P, I64, I64, I64, I64, P,
-                                   I]
-    lib.tk_sketch_row_bytes.argtypes, lib.tk_sketch_row_bytes.restype = [I64], I64
-    lib.tk_sketch_pages.argtypes = [P, I, I64, I64, I64, I64, P, I64, P, I]
-    lib.tk_sketch_pages.restype = None
-    lib.tk_sketch_intervals.argtypes = [P, I, I64, I64, I64, I64, P, I64, P, I64, P, P]
-    lib.tk_sketch_intervals.restype = None
-    lib.tk_index_pages.restype = None
-    return lib
-
-
-def build_variant(cache_dir: Path, march: str) -> ctypes.CDLL:
-    """The library compiled for another -march (tests run the portable C path with it)."""
-    flags = [f"-march={march}" if f == "-march=native" else f for f in _FLAGS]
-    lib = _declare(ctypes.CDLL(str(_build(cache_dir, flags))))
-    lib.march = march
-    return lib
-
-
-@functools.lru_cache(maxsize=1)
-def _lib() -> ctypes.CDLL | None:
-    global _reason
-    if os.environ.get("TRIAGE_NATIVE_KERNELS", "1").lower() in ("0", "false", "no", "off"):
-        _reason = "disabled by TRIAGE_NATIVE_KERNELS=0"
-        return None
-    cache_dir = Path(os.environ.get("TRIAGE_KERNEL_CACHE") or Path.home() / ".cache" / "triage-kernels")
-    try:
-        try:
-            path = _build(cache_dir)
-        except OSError:  # an unwritable home: build in the temporary directory instead
-            path = _build(Path(tempfile.gettempdir()) / f"triage-kernels-{os.getuid()}")
-        lib = ctypes.CDLL(str(path))
-    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
-        _reason = str(exc)
-        logger.warning("native CPU kernels unavailable, using torch ops instead: %s", exc)
-        return None
-    return _declare(lib)
-
-
-def available() -> bool:
-    return _lib() is not None
 
 
 def simd_lanes() -> int:
@@ -157,14 +44,9 @@ def simd_lanes() -> int:
 
 def bf16_dot() -> bool:
     """Whether the build multiplies bf16 activations by bf16 weights with AVX512-BF16's vdpbf16ps
-    (twice the FMA rate; the same bits, see ops.c)."""
+    (twice the FMA rate; the same bits, see linear.c)."""
     lib = _lib()
     return bool(lib.tk_bf16_dot()) if lib is not None else False
-
-
-def unavailable_reason() -> str | None:
-    _lib()
-    return _reason
 
 
 def _threads() -> int:
@@ -276,7 +158,7 @@ def advise_huge(t: torch.Tensor) -> None:
 
 
 def sketch_row_bytes(head_dim: int) -> int:
-    """Bytes of one page-bound sketch row (ops.c, "page-bound sketches"): 2 * head_dim 8-bit codes,
+    """Bytes of one page-bound sketch row (indexer.c, "page-bound sketches"): 2 * head_dim 8-bit codes,
     padded to 16, then 8 float32 parameters (160 bytes at head_dim 64)."""
     return int(_lib().tk_sketch_row_bytes(head_dim))
 
@@ -475,16 +357,22 @@ def decode_layer(x: torch.Tensor, w: LayerWeights, cos: torch.Tensor, sin: torch
     H, Hkv, D = w.n_heads, w.n_kv_heads, w.head_dim
     if cache.is_fp8 and not cache.calibrated[w.layer]:
         raise ValueError(f"layer {w.layer}'s fp8 scales are not fixed yet: calibrate the cache first")
-    _lib().tk_decode_layer(
-        x.data_ptr(), T, dim, w.attention_norm.data_ptr(), w.ffn_norm.data_ptr(), w.eps, w.wqkv.packed.data_ptr(),
-        w.wo.packed.data_ptr(), w.w13.packed.data_ptr(), w.w2.packed.data_ptr(), w.hidden, H, Hkv, D,
-        cos.data_ptr(), sin.data_ptr(), slots.data_ptr(), _layer_ptr(cache.k, w.layer), _layer_ptr(cache.v, w.layer),
-        _layer_ptr(cache.kbounds, w.layer), _sketch_ptr(cache, w.layer), cache.num_pages, cache.page_size,
-        layout.block_table.data_ptr(),
-        layout.block_table.shape[1], layout.seq_lens.data_ptr(), 1.0 / D ** 0.5, layout.sparse_K,
-        getattr(layout, "sink_pages", 0), getattr(layout, "local_pages", 0),
-        layout.selected.data_ptr() if layout.sparse_K else None, *_fp8_args(cache, w.layer), scratch.data_ptr(),
-        _threads())
+    kv_dtype, k_scale, v_scale, saturated = _fp8_args(cache, w.layer)
+    args = DecodeLayerArgs(
+        x=x.data_ptr(), T=T, cos_t=cos.data_ptr(), sin_t=sin.data_ptr(), slots=slots.data_ptr(),
+        scratch=scratch.data_ptr(), nthreads=_threads(),
+        dim=dim, hidden=w.hidden, H=H, Hkv=Hkv, D=D, eps=w.eps,
+        attn_norm_w=w.attention_norm.data_ptr(), ffn_norm_w=w.ffn_norm.data_ptr(), wqkv=w.wqkv.packed.data_ptr(),
+        wo=w.wo.packed.data_ptr(), w13=w.w13.packed.data_ptr(), w2=w.w2.packed.data_ptr(),
+        k_cache=_layer_ptr(cache.k, w.layer), v_cache=_layer_ptr(cache.v, w.layer),
+        kbounds=_layer_ptr(cache.kbounds, w.layer), ksketch=_sketch_ptr(cache, w.layer), num_pages=cache.num_pages,
+        page_size=cache.page_size, kv_dtype=kv_dtype, k_scale=k_scale, v_scale=v_scale, saturated=saturated,
+        block_table=layout.block_table.data_ptr(), bt_stride=layout.block_table.shape[1],
+        seq_lens=layout.seq_lens.data_ptr(), scale=1.0 / D ** 0.5, sparse_K=layout.sparse_K,
+        sink=getattr(layout, "sink_pages", 0), local=getattr(layout, "local_pages", 0),
+        selected=layout.selected.data_ptr() if layout.sparse_K else None,
+    )
+    _lib().tk_decode_layer(ctypes.byref(args))
 
 
 def decode_layer_scratch(T: int, dim: int, n_heads: int, n_kv_heads: int, head_dim: int, hidden: int) -> torch.Tensor:

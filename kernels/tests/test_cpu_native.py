@@ -325,13 +325,13 @@ def test_paged_decode_rejects_lengths_past_the_table():
 @pytest.fixture(scope="module", params=["x86-64-v2", "x86-64-v3", "x86-64-v4"],
                 ids=["portable-c", "avx2", "avx512-fma"])
 def variant_lib(request, tmp_path_factory):
-    """ops.c built for another -march: x86-64-v2 (no AVX2: the plain C loops), x86-64-v3
+    """The native kernels built for another -march: x86-64-v2 (no AVX2: the plain C loops), x86-64-v3
     (AVX2 + FMA, no AVX-512: the 8-lane paths) and x86-64-v4 (AVX-512 without AVX512-BF16: the
     16-lane FMA linear that a native build with vdpbf16ps replaces)."""
     import platform
 
     if platform.machine().lower() not in ("x86_64", "amd64"):
-        pytest.skip(reason="the -march variants of ops.c are x86-64 targets")
+        pytest.skip(reason="the -march variants of the native kernels are x86-64 targets")
     if request.param == "x86-64-v3":
         if not {"avx2", "fma", "bmi2", "movbe"} <= cpu.cpu_flags():
             pytest.skip(reason="this CPU cannot run an x86-64-v3 (AVX2 + FMA) build")
@@ -364,11 +364,11 @@ def _compiler_targets(macro: str) -> bool:
 
 
 def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
-    """Every machine runs one of four builds of ops.c (AVX-512 with or without AVX512-BF16, AVX2 +
-    FMA, plain C). Each variant against this machine's native build: the linear layer computes the
-    same chain per output (bit-equal, vdpbf16ps or FMAs, the fused silu epilogue too), RMSNorm is
-    bit-equal, the indexer's page scores are bit-equal, rope and the cache write stay bit-equal to
-    torch, and attention meets the same bound as the native path."""
+    """Every machine runs one of four builds of the native kernels (AVX-512 with or without
+    AVX512-BF16, AVX2 + FMA, plain C). Each variant against this machine's native build: the linear
+    layer computes the same chain per output (bit-equal, vdpbf16ps or FMAs, the fused silu epilogue
+    too), RMSNorm is bit-equal, the indexer's page scores are bit-equal, rope and the cache write
+    stay bit-equal to torch, and attention meets the same bound as the native path."""
     from inference.model import apply_rope
 
     g = torch.Generator().manual_seed(11)
@@ -722,3 +722,22 @@ def test_decode_layer_is_the_composition_of_the_native_ops(kv, attention):
     assert torch.equal(caches[0].kbounds, c.kbounds)
     if kv == "fp8_e4m3":
         assert torch.equal(caches[0].saturated, c.saturated) and int(c.saturated.sum()) > 0
+
+
+def test_decode_layer_args_are_laid_out_as_the_c_struct(variant_lib):
+    """decode_layer passes its arguments as one ctypes.Structure (kernels/cpu/_loader.py,
+    DecodeLayerArgs) that tk_decode_layer reads as common.h's tk_decode_layer_args: every field's
+    name, offset, size and kind, and the whole size, as this machine's build and each -march variant
+    compiled them. A field added, dropped, moved or retyped on one side only fails here instead of
+    corrupting memory."""
+    import ctypes
+
+    from kernels.cpu._loader import DecodeLayerArgs, decode_layer_args_layout
+
+    kinds = {ctypes.c_void_p: "P", ctypes.c_int64: "q", ctypes.c_int: "i", ctypes.c_float: "f"}
+    python = [(name, getattr(DecodeLayerArgs, name).offset, getattr(DecodeLayerArgs, name).size, kinds[ctype])
+              for name, ctype in DecodeLayerArgs._fields_]
+    for lib in (cpu._lib(), variant_lib):
+        size, fields = decode_layer_args_layout(lib)
+        assert fields == python
+        assert size == ctypes.sizeof(DecodeLayerArgs)
