@@ -20,6 +20,14 @@ def service_missing(reason: str) -> None:
     pytest.skip(reason)
 
 
+@pytest.fixture(scope="session")
+def skip_or_fail():
+    """service_missing for the tests of other folders, which cannot import it (in a whole-suite
+    run the module name `conftest` is ambiguous): skip_or_fail(reason) skips, or fails under
+    REQUIRE_SERVICES=1."""
+    return service_missing
+
+
 def _require_postgresql():
     from django.db import connection
 

@@ -400,7 +400,8 @@ def test_default_dtype_follows_the_cpu(monkeypatch):
 BF16_PATHS_LOGPROB_TOL = 0.25
 
 
-def test_bf16_sparse_decode_runs_whole_layers_natively_with_the_per_op_numbers(engine_bf16, monkeypatch):
+def test_bf16_sparse_decode_runs_whole_layers_natively_with_the_per_op_numbers(engine_bf16, monkeypatch,
+                                                                               skip_or_fail):
     """A bf16 sparse decode step on the CPU runs each layer as one kernels.cpu.decode_layer call
     (the Quest indexer and sparse attention inside it), as dense does. So a budget covering the
     context gives exactly dense's tokens and logprobs in bf16 too; before, sparse ran the per-op
@@ -409,7 +410,8 @@ def test_bf16_sparse_decode_runs_whole_layers_natively_with_the_per_op_numbers(e
     from kernels import cpu as kernels_cpu
 
     if not engine_bf16.model.native_layers:
-        pytest.skip(reason="no native whole-layer path on this build (kernels.cpu unavailable)")
+        skip_or_fail(f"no native whole-layer path on this build: kernels.cpu unavailable "
+                     f"({kernels_cpu.unavailable_reason()})")
     long_text = " ".join(f"Item {i}: the committee discussed the budget line {i * 7}." for i in range(30))
     prompt = chat(engine_bf16, "Summarize: " + long_text)
     tight = KernelSettings(attention="sparse", sparse_budget=64)
@@ -435,7 +437,7 @@ def test_bf16_sparse_decode_runs_whole_layers_natively_with_the_per_op_numbers(e
 
 
 @pytest.mark.parametrize("attention", ["dense", "sparse"])
-def test_bf16_decode_on_an_fp8_cache_runs_whole_layers_natively(engine_bf16, monkeypatch, attention):
+def test_bf16_decode_on_an_fp8_cache_runs_whole_layers_natively(engine_bf16, monkeypatch, attention, skip_or_fail):
     """With kv_cache_dtype fp8_e4m3 (scales calibrated at start), a bf16 decode step runs each
     layer as one kernels.cpu.decode_layer call too: keys and values quantized in C exactly as
     PagedKVCache.write does (tested bit for bit in kernels/tests), read back through the same
@@ -445,7 +447,8 @@ def test_bf16_decode_on_an_fp8_cache_runs_whole_layers_natively(engine_bf16, mon
     from kernels import cpu as kernels_cpu
 
     if not engine_bf16.model.native_layers:
-        pytest.skip(reason="no native whole-layer path on this build (kernels.cpu unavailable)")
+        skip_or_fail(f"no native whole-layer path on this build: kernels.cpu unavailable "
+                     f"({kernels_cpu.unavailable_reason()})")
     prompt = chat(engine_bf16, "Name three rivers of Europe and one fact about each.")
     kernel = KernelSettings(attention=attention, sparse_budget=64, kv_cache_dtype="fp8_e4m3")
     run = lambda rid: engine_bf16.generate([req(rid, prompt, temperature=0, max_tokens=12, logprobs=True,

@@ -95,13 +95,11 @@ def test_dense_prefill_blocks_shrink_for_long_prompts(monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
-def test_dense_prefill_native_and_torch_gemms_agree(dtype, monkeypatch):
+def test_dense_prefill_native_and_torch_gemms_agree(dtype, monkeypatch, native_kernels):
     """The CPU prefill's GEMMs in kernels.cpu against the same blocks in torch (the path taken
     without the native kernels), both against float64."""
     from kernels.attention import dense
 
-    if not dense.kernels_cpu.available():
-        pytest.skip(reason=f"native CPU kernels unavailable: {dense.kernels_cpu.unavailable_reason()}")
     g = torch.Generator().manual_seed(9)
     L, H, Hkv, D = 300, 9, 3, 64
     q, k, v = ((torch.randn(L, h, D, generator=g)).to(dtype) for h in (H, Hkv, Hkv))

@@ -19,10 +19,7 @@ from kernels.kv_cache import PagedKVCache
 
 from .helpers import draw_queries, layer_weights, make_batch
 
-if not cpu.available():
-    if os.environ.get("REQUIRE_SERVICES") == "1":
-        raise RuntimeError(f"native CPU kernels must build in CI: {cpu.unavailable_reason()}")
-    pytest.skip(f"native CPU kernels unavailable here: {cpu.unavailable_reason()}", allow_module_level=True)
+pytestmark = pytest.mark.usefixtures("native_kernels")  # (skips without them, fails under REQUIRE_SERVICES=1)
 
 
 def _fp64_linear(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:

@@ -54,13 +54,13 @@ CACHES = [pytest.param("auto", torch.float32, id="kv_auto"), pytest.param("auto"
 @pytest.mark.parametrize("heads", list(HEADS), ids=str)
 @pytest.mark.parametrize("lens,page_size,budget,sink,local,head_dim", CASES)
 def test_torch_selection_equals_bruteforce(lens, page_size, budget, sink, local, head_dim, heads, kv_cache_dtype,
-                                           dtype, scorer):
+                                           dtype, scorer, request):
     """`native`: the page scores and the top-k by kernels.cpu; `native-fused`: both in one call
     (kernels.cpu.select_pages), as the selector runs indexer=torch on the CPU."""
     from kernels import cpu
 
-    if scorer != "torch" and not cpu.available():
-        pytest.skip(reason=f"native CPU kernels unavailable: {cpu.unavailable_reason()}")
+    if scorer != "torch":
+        request.getfixturevalue("native_kernels")
     H, Hkv = HEADS[heads]
     # Discrete data: exact score sums, so many pages tie and the tie rule is exercised. A
     # power-of-two fp8 scale keeps the quarter-steps exactly representable.

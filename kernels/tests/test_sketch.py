@@ -1,4 +1,4 @@
-"""The native indexer's page-bound sketches (kernels/cpu/ops.c, "page-bound sketches").
+"""The native indexer's page-bound sketches (kernels/cpu/indexer.c, "page-bound sketches").
 
 The first pass of kernels.cpu.select_pages reads an 8-bit sketch of every page's [kmin | kmax]
 row and scores exactly only the pages it cannot rule out. That is only right if (1) every
@@ -9,8 +9,6 @@ reference on ties, NaN / inf keys and adversarial rounding."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 
@@ -20,10 +18,7 @@ from kernels.kv_cache import PagedKVCache
 
 from .helpers import draw_queries, layer_weights, make_batch
 
-if not cpu.available():
-    if os.environ.get("REQUIRE_SERVICES") == "1":
-        raise RuntimeError(f"native CPU kernels must build in CI: {cpu.unavailable_reason()}")
-    pytest.skip(f"native CPU kernels unavailable here: {cpu.unavailable_reason()}", allow_module_level=True)
+pytestmark = pytest.mark.usefixtures("native_kernels")  # (skips without them, fails under REQUIRE_SERVICES=1)
 
 
 def _decode_rows(sketch: torch.Tensor, D: int):
