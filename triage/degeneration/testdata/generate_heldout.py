@@ -234,6 +234,55 @@ PROMPTS_4 = [
     "Describe a sunrise in two sentences.",
 ]
 
+# A fifth, fresh set (``--set 5``): the held-out test of round 5, written before its outputs were
+# seen (round 5 tunes on sets 1–4).
+PROMPTS_5 = [
+    "Write a Rust function that reverses the words in a sentence.",
+    "Write a Bash script that backs up a folder into a dated tar file.",
+    "Write a Go HTTP handler that returns the current time as JSON.",
+    "Write a Python script that reads a CSV file and prints the average of a column.",
+    "Write a CMakeLists.txt for a small C++ library with tests.",
+    "Write a SQL query that finds the top 5 customers by total order value.",
+    "Write an HTML page for a bakery with a menu and prices.",
+    "Write an HTML table of the days of the week in English, French and German.",
+    "Write a nested HTML list of a university's faculties and their departments.",
+    "Write an HTML contact form with name, email and message fields.",
+    "List 18 countries in Europe and their capitals.",
+    "Give me a numbered list of 10 books every teenager should read.",
+    "List the seven colors of the rainbow with something that has each color.",
+    "Write the odd numbers from 1 to 35.",
+    "List 8 ways to save water in the garden.",
+    "Give me the steps to set up a fish tank.",
+    "Write a numbered recipe for banana bread.",
+    "Make a markdown table of the multiplication table of 8.",
+    "Make a markdown table of 9 vegetables with their season and color.",
+    "Write a JSON array of 6 movies with title, director and year.",
+    "Create a CSV of 14 students with name, age and grade.",
+    "Write a YAML Kubernetes deployment for a web server with three replicas.",
+    "Write a JSON document describing a file system with nested folders and files.",
+    "Make a table of the numbers 1 to 12 with their Roman numerals.",
+    "Write a story about a robot who wants to learn to paint.",
+    "Tell me a story about a turtle who enters a race.",
+    "Write a story about a village where it never stops snowing.",
+    "Write a mystery story set in a museum at night.",
+    "Write a poem about a rainy afternoon.",
+    "Write a nursery rhyme about a little duck with a repeating line.",
+    "Write a poem about the wind that repeats 'whoosh, whoosh'.",
+    "Write a campfire song with a chorus.",
+    "Explain how vaccines train the immune system.",
+    "Explain how a refrigerator keeps food cold.",
+    "What is the difference between a comet and an asteroid?",
+    "Explain how interest on a savings account works.",
+    "Explain what a hash table is with an example.",
+    "Why does ice float on water?",
+    "Write a dialogue between a customer and a waiter in a restaurant.",
+    "Write an interview with a marine biologist.",
+    "Give me 7 names for a pet goldfish.",
+    "Say 'good night' in ten languages.",
+    "Write a checklist for moving to a new apartment.",
+    "Describe the smell of fresh bread in one sentence.",
+]
+
 # (temperature, mode, max_tokens) — every prompt runs under each.
 SETTINGS = [
     (0.0, "normal", 300),
@@ -253,8 +302,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).with_name("heldout_raw.jsonl")))
     ap.add_argument("--limit", type=int, default=0, help="only the first N jobs (a quick look)")
     ap.add_argument("--batch", type=int, default=48)
-    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4),
-                    help="the prompt set (2: PROMPTS_2, 3: PROMPTS_3, 4: PROMPTS_4; other seeds)")
+    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4, 5),
+                    help="the prompt set (N: PROMPTS_N; each set has its own seeds)")
     args = ap.parse_args(argv)
 
     import torch
@@ -280,7 +329,7 @@ def main(argv=None) -> int:
 
     jobs = []
     prompts, prefix, salt = {1: (PROMPTS, "p", 0), 2: (PROMPTS_2, "q", 104729), 3: (PROMPTS_3, "r", 209459),
-                              4: (PROMPTS_4, "s", 314159)}[args.set]
+                              4: (PROMPTS_4, "s", 314159), 5: (PROMPTS_5, "u", 419429)}[args.set]
     for si, (temp, mode, max_tokens) in enumerate(SETTINGS):
         for pi, prompt in enumerate(prompts):
             jid = f"{prefix}{pi:02d}-t{temp:g}-{mode}"
