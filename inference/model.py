@@ -18,6 +18,7 @@ from torch import nn
 
 from inference.config import ModelConfig
 from kernels import cpu as kernels_cpu
+from kernels.rope import apply_rope
 
 
 @dataclass
@@ -58,12 +59,6 @@ def rope_tables(config: ModelConfig, dtype: torch.dtype) -> tuple[torch.Tensor, 
     freqs = torch.outer(t, inv_freq)
     emb = torch.cat([freqs, freqs], dim=-1)
     return emb.cos().to(dtype), emb.sin().to(dtype)
-
-
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    # x: (T, H, D); cos/sin: (T, 1, D)
-    x1, x2 = x.chunk(2, dim=-1)
-    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
 
 
 class Attention(nn.Module):

@@ -12,8 +12,7 @@ unset TRITON_INTERPRET
 "$PY" -c "import torch, triton; assert torch.cuda.is_available(), 'needs CUDA'; print(torch.__version__, triton.__version__, torch.cuda.get_device_name())"
 
 echo "== kernel tests on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
-timeout 300 "$PY" -m pytest kernels/tests -q -x -p no:cacheprovider \
-    --ignore=kernels/tests/test_end_to_end.py 2>&1 | tee "$OUT/pytest.log"
+timeout 300 "$PY" -m pytest kernels/tests -q -x -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log"
 
 echo "== benchmark (CUDA graphs)"
 timeout 150 "$PY" -m kernels.bench --contexts 2048,8192,32768 --budget 512 --batch 8 --cuda-graphs \

@@ -123,7 +123,7 @@ def test_rope_write_matches_torch_rope_and_cache_write(dtype, H, Hkv, D, slots, 
     """Bit-equal to torch's rope and PagedKVCache.write: bf16 / float32 caches, and fp8 ones
     (codes, float32 bounds of the dequantized keys, saturation counts; scales that make some
     elements saturate)."""
-    from inference.model import apply_rope
+    from kernels.rope import apply_rope
 
     g = torch.Generator().manual_seed(3)
     T = len(slots)
@@ -163,7 +163,7 @@ def test_rope_write_lets_nan_keys_into_the_bounds_as_torch_does(dtype, kv, varia
     build and each -march variant: the SIMD and scalar loops) as in PagedKVCache.write (torch's
     amin / amax propagate NaN), and keeps them NaN: the indexer then scores that page NaN on
     both paths (ranked first, as the reference ranks NaN)."""
-    from inference.model import apply_rope
+    from kernels.rope import apply_rope
 
     g = torch.Generator().manual_seed(5)
     H, Hkv, D, slots = 9, 3, 64, torch.tensor([3, 4, 5, 40, 41])
@@ -366,7 +366,7 @@ def test_variant_builds_match_the_native_build(variant_lib, monkeypatch):
     layer computes the same chain per output (bit-equal, vdpbf16ps or FMAs, the fused silu epilogue
     too), RMSNorm is bit-equal, the indexer's page scores are bit-equal, rope and the cache write
     stay bit-equal to torch, and attention meets the same bound as the native path."""
-    from inference.model import apply_rope
+    from kernels.rope import apply_rope
 
     g = torch.Generator().manual_seed(11)
     w = torch.randn(100, 97, generator=g).to(torch.bfloat16)

@@ -1,10 +1,11 @@
 """How much does a KV-cache number format move the model? A study, not a kernel setting.
 
-    python -m kernels.kv_formats [--tokens 3000] [--scored 400] [--json]
+    python -m studies.kv_formats [--tokens 3000] [--scored 400] [--json]
 
-Runs the bundled engine (SmolLM2-135M, fp32) teacher-forced over the kernel tests' conversation
-(a chat about Python's `textwrap` and `inspect` sources, cut to --tokens, the last --scored of
-them scored) and prints the mean KL(dense fp32 cache || candidate) and the top-1 agreement for:
+Runs the bundled engine (SmolLM2-135M, fp32) teacher-forced over the end-to-end tests'
+conversation (inference/conversations.py: a chat about Python's `textwrap` and `inspect`
+sources, cut to --tokens, the last --scored of them scored) and prints the mean KL(dense fp32
+cache || candidate) and the top-1 agreement for:
 
 * the engine's real `kv_cache_dtype: fp8_e4m3` (per layer and KV head scales, e4m3 storage),
   and the same round trip simulated with the engine's scales (equal: the simulation is faithful);
@@ -28,15 +29,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import inspect
 import json
 import math
 import sys
-import textwrap
 from typing import Callable
 
 import torch
 
+from inference.conversations import source_conversation
+from inference.engine import Engine
 from kernels import kv_cache as KV
 from kernels.settings import KernelSettings
 
@@ -126,16 +127,11 @@ VARIANTS = [  # (label, keys, values, rotate keys); labels ending in ENGINE_SCAL
 
 
 def conversation(engine, tokens: int, scored: int) -> tuple[list[int], list[int]]:
-    source = inspect.getsource(textwrap) + inspect.getsource(inspect)
-    messages = [
-        {"role": "user", "content": "Explain what this Python module does, section by section:\n" + source[:9000]},
-        {"role": "assistant", "content": source[9000:30000]},
-    ]
-    ids = engine.apply_chat_template(messages, add_generation_prompt=False)
-    if len(ids) < tokens:
-        raise SystemExit(f"the conversation has {len(ids)} tokens: ask for at most that many with --tokens")
-    ids = ids[:tokens]
-    return ids[:tokens - scored], ids[tokens - scored:]
+    """inference.conversations' chat (the end-to-end tests score it too), or exit saying why."""
+    try:
+        return source_conversation(engine, tokens, scored)
+    except ValueError as exc:
+        raise SystemExit(f"{exc}: ask for at most that many with --tokens") from None
 
 
 def study(engine, prompt: list[int], cont: list[int], variants=VARIANTS, progress=None) -> list[dict]:
@@ -147,7 +143,7 @@ def study(engine, prompt: list[int], cont: list[int], variants=VARIANTS, progres
                  "top1_agreement": real["top1_agreement"]})
     if progress:
         progress(rows[-1])
-    cache = engine._group(fp8).cache  # the scales the engine calibrated (on its fixed prompt)
+    cache = engine.cache_group(fp8).cache  # the scales the engine calibrated (on its fixed prompt)
     engine_scales = (cache.k_scale.clone(), cache.v_scale.clone())
     for label, keys, values, rotate in variants:
         fixed = engine_scales if label.endswith(ENGINE_SCALES) else None
@@ -161,15 +157,13 @@ def study(engine, prompt: list[int], cont: list[int], variants=VARIANTS, progres
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kernels.kv_formats", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m studies.kv_formats", description=__doc__.split("\n\n")[0])
     ap.add_argument("--tokens", type=int, default=3000, help="conversation length (default 3000)")
     ap.add_argument("--scored", type=int, default=400, help="tokens scored at its end (default 400)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     args = ap.parse_args(argv)
     if not 1 <= args.scored < args.tokens:
         ap.error("need 1 <= --scored < --tokens")
-    from inference.engine import Engine
-
     engine = Engine(dtype="fp32", max_cache_tokens=max(8192, 2 * args.tokens))
     prompt, cont = conversation(engine, args.tokens, args.scored)
 
