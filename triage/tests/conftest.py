@@ -9,7 +9,7 @@ import pytest
 @pytest.fixture(scope="session")
 def bundled_server_url():
     """`python -m inference serve` on the CPU, for the whole session: its /v1 base URL."""
-    from inference.server import spawn_server
+    from inference.testing import spawn_server
 
     with spawn_server("--devices", "cpu", "--max-cache-tokens", "32768") as url:
         yield url + "/v1"

@@ -88,7 +88,7 @@ class Command(BaseCommand):
         if options["backend_url"]:
             self._run(options["backend_url"], options)
             return
-        from inference.server import spawn_server
+        from inference.testing import spawn_server
 
         self.stderr.write("starting the bundled backend …")
         with spawn_server("--devices", "cpu", "--max-cache-tokens", "65536") as url:
