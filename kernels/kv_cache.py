@@ -18,7 +18,7 @@ one bounds row per page of every sequence, moves half the bytes it would in floa
 cache keeps float32 bounds of the dequantized keys (stored code * scale is not an fp8 value).
 
 On the CPU with the native kernels, the cache also keeps `ksketch` (L, Hkv, num_pages, R) uint8:
-an 8-bit sketch of every bounds row with its error bound (kernels/cpu/ops.c, "page-bound
+an 8-bit sketch of every bounds row with its error bound (kernels/cpu/indexer.c, "page-bound
 sketches"). The native indexer reads it in a first pass and scores exactly only the pages the
 sketch cannot rule out: the same selection from 160 bytes per page and KV head instead of a
 512-byte float32 bounds row (head dim 64). Every writer of the bounds rebuilds the sketch rows

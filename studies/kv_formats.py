@@ -18,8 +18,8 @@ The simulations write through a cache of page size 64 (the reference uses 16), s
 candidate's cache is touched; dense attention over pages of 64 or 16 agrees to fp32 rounding
 (the "fp32 page 64" row shows that floor).
 
-Why it exists: the kernels issue expected fp8 mean KL "well below 0.01" on SmolLM2 and the
-engine measures ~0.02. This table shows where that comes from: the error is the keys', and it
+Why it exists: an 8-bit cache was expected to give a mean KL "well below 0.01" on SmolLM2, and
+the engine measures ~0.02 (docs/kv-formats.md). This table shows where that comes from: the error is the keys', and it
 follows each format's relative precision at the keys' largest values (e4m3 keeps 3 mantissa
 bits at every magnitude; int8 of a block keeps ~7 bits for the block's largest values, which
 dominate q·k), so per-head scales cannot help e4m3 and a rotation that spreads the outliers does.

@@ -3,7 +3,7 @@ greedy sparse with a budget covering the context is token-identical to dense; wi
 on a 3,000-token conversation the teacher-forced KL against dense is far above the fp32 noise
 floor; an fp8 KV cache gives a small mean KL. The measured numbers are printed (pytest -s).
 (Where that fp8 KL comes from is the KV-format study's: studies/tests/test_kv_formats.py.)
-The KL checks run on the issue's 3,000-token conversation (about two minutes on this CPU);
+The KL checks run on a 3,000-token conversation (inference/conversations.py) (about two minutes on this CPU);
 KERNELS_E2E_SHORT=1 runs them on 800 tokens for a quick local iteration."""
 
 import os
