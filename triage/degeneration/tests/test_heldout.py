@@ -1,5 +1,5 @@
 """The held-out sets (testdata/HELDOUT.md, docs/degeneration-heldout.md): their form; the
-detector's precision and recall on heldout4.jsonl, which no threshold was tuned on (measured
+detector's precision and recall on heldout5.jsonl, which no threshold was tuned on (measured
 once); and on the earlier sets, tuning data by now, as regression guards."""
 
 import json
@@ -40,10 +40,11 @@ def test_heldout_set_is_well_formed_and_split_once():
         assert shapes[s] >= 10, (s, shapes[s])
 
 
-SETS = {n: load(HERE / f"heldout{n}.jsonl") for n in (2, 3, 4)}
-# heldout4.jsonl, evaluated once after round 4 was committed: 167 of 188 found, 8 of 208 healthy
-# flagged (2 of them healthy-repetitive): precision 0.954, recall 0.888. The floors sit just under.
-FRESH_FLOORS = {"precision": 0.95, "recall": 0.885, "healthy_repetitive_fp": 2}
+SETS = {n: load(HERE / f"heldout{n}.jsonl") for n in (2, 3, 4, 5)}
+# heldout5.jsonl, evaluated once after round 5 was committed: 159 of 178 found, 3 of 218 healthy
+# flagged (2 of them healthy-repetitive): precision 0.981, recall 0.893. The floors sit just under.
+FRESH = 5
+FRESH_FLOORS = {"precision": 0.98, "recall": 0.89, "healthy_repetitive_fp": 2}
 
 
 @pytest.mark.parametrize("n", sorted(SETS))
@@ -70,22 +71,24 @@ def on_sets():
 
 
 def test_precision_and_recall_on_the_fresh_set(on_sets):
-    """heldout4.jsonl, never tuned on: measured once, after round 4 was committed (FRESH_FLOORS)."""
-    per, total, _ = on_sets[4]
+    """heldout5.jsonl, never tuned on: measured once, after round 5 was committed (FRESH_FLOORS)."""
+    per, total, _ = on_sets[FRESH]
     errors = [(k, it["id"]) for k, (it, a) in total.errors]
     assert total.precision >= FRESH_FLOORS["precision"], errors
     assert total.recall >= FRESH_FLOORS["recall"], errors
     assert per["healthy_repetitive"].fp <= FRESH_FLOORS["healthy_repetitive_fp"]
 
 
-@pytest.mark.parametrize("n, precision, recall", [(2, 0.99, 0.96), (3, 0.99, 0.87)])
-def test_earlier_fresh_sets_as_regression_guards(on_sets, n, precision, recall):
-    """Sets 2 and 3 were each evaluated once as a round's test (0.975 / 0.900 and 0.963 / 0.829)
-    and tuned on afterwards: these floors guard what the tuning reached, they estimate nothing."""
+@pytest.mark.parametrize("n, precision, recall, healthy_repetitive_fp",
+                         [(2, 0.99, 0.96, 0), (3, 0.99, 0.9, 0), (4, 0.96, 0.91, 2)])
+def test_earlier_fresh_sets_as_regression_guards(on_sets, n, precision, recall, healthy_repetitive_fp):
+    """Sets 2, 3 and 4 were each evaluated once as a round's test (0.975 / 0.900, 0.963 / 0.829 and
+    0.954 / 0.888) and tuned on afterwards: these floors guard what the tuning reached, they
+    estimate nothing."""
     per, total, _ = on_sets[n]
     errors = [(k, it["id"]) for k, (it, a) in total.errors]
     assert total.precision >= precision and total.recall >= recall, errors
-    assert per["healthy_repetitive"].fp == 0
+    assert per["healthy_repetitive"].fp <= healthy_repetitive_fp
 
 
 def test_recall_on_each_shape_of_the_issue_in_the_tuning_data(on_tuning):
