@@ -7,7 +7,8 @@
 See README.md in this folder for the metric definitions, thresholds and measured accuracy.
 """
 
-from .analyze import REASON_CODES, VERSION, Analysis, Highlight, Reason, analyze
+from .analyze import analyze
+from .findings import REASON_CODES, VERSION, Analysis, Highlight, Reason
 from .thresholds import DEFAULT as DEFAULT_THRESHOLDS, Thresholds
 from .tokens import tokenize
 

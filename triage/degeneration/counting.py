@@ -2,7 +2,7 @@
 
 ``| 41 | 41 | 41 |``, ``Step 41: add the flour. Step 42: add the flour.``, JSON records whose only
 difference is an incrementing ``id``.  With every number equated the items are exact copies (the
-number-blind tail loop of ``analyze`` finds them); what tells the loop from a healthy table or
+number-blind tail loop of ``counting_loop`` finds them); what tells the loop from a healthy table or
 list is what the numbers do across the copies:
 
 * a **counter** column moves by the same step from copy to copy (``41, 42, 43``);
@@ -22,7 +22,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .findings import pct, r4, short
+from .markup import fence_spans, in_spans
 from .messages import NUMBER_WORDS, message_role, message_text
+from .repetition import longest_run, match_len, tail_loop
+from .thresholds import Thresholds
+from .tokens import Tokens, digit_blind_hashes, token_texts
 
 MAX_COPIES = 256      # copies examined (the last ones): enough to know a column, bounded cost
 _NUM = r"\d{1,5}|" + "|".join(sorted((re.escape(w) for w in NUMBER_WORDS if w not in ("twice", "thrice")),
@@ -267,3 +272,172 @@ ITEM_JACCARD = 0.8
 """Two items of ≥ 6 distinct words are the same item when their word sets are within Jaccard 0.8
 (``can grow up to 5.5 feet long`` / ``… in length``); an item continues a run when it is the
 same as the one before it or as the run's first."""
+
+
+def counting_loop(text: str, toks: Tokens, T: Thresholds, runaway: bool, n_requested, requested,
+                  fuzzy_tail=None, blind_runs: dict | None = None, blind: np.ndarray | None = None) -> dict | None:
+    """The counting-loop finding (see above): the number-blind periodic stretch at the
+    end (or before a short closing: ``]``, a fence), else the longest number-blind repeat run
+    anywhere; judged by its number columns, its words and the count the request asked for."""
+    L = len(toks)
+    if blind is None:
+        blind = toks.hashes.copy()
+        blind[toks.is_number] = 0x5EED
+    ids = blind  # (read only, unless the mixed tokens get their ids: a copy then)
+    # tokens with a number inside (``test_case_5``, ``user5``): the same with the digits equated
+    mixed = toks.has_digit & ~toks.is_number
+    n_mixed = int(np.count_nonzero(mixed))
+    where = mixed.nonzero()[0] if 0 < n_mixed <= 4096 else None
+    if where is None:
+        mixed = None
+    W = min(L, 8192)
+    trims = _closing_trims(text, toks)
+    run_wanted = np.count_nonzero(toks.is_number) >= T.count_anywhere_min_copies
+    if where is not None:
+        ids = ids.copy()
+        if not run_wanted:
+            # (cheap first) with the mixed tokens all one token (more tokens equal than with their
+            # digits equated) a tail of three copies must already be there for their digit-blind
+            # ids to matter
+            ids[where] = _ANY_MIXED  # (their digit-blind ids replace it below)
+            if not any(_periodic_tail(ids[L - W:L - trim], 3) for trim in trims):
+                return None
+        if n_mixed > 24:  # (vectorised; any ids do that are equal exactly for equal digit-blind strings)
+            ids[where] = digit_blind_hashes(toks, where)
+        else:
+            ids[where] = np.fromiter(
+                (hash(DIGITS_RE.sub("#", text[a:b])) for a, b in zip(toks.starts[where].tolist(),
+                                                                       toks.ends[where].tolist())),
+                dtype=np.int64, count=where.size).view(np.uint64)
+    cands = []
+    for trim in trims:
+        if trim == 0 and fuzzy_tail is not None and mixed is None:  # (the fuzzy loop's: the same sequence)
+            fz = fuzzy_tail[1]
+            trim = fz.trimmed if fz is not None else 0
+        else:
+            fz = tail_loop(ids[L - W:L - trim])
+        if fz is not None and fz.copies >= 3:
+            whole = fz.covered // fz.period
+            first = L - trim - whole * fz.period
+            cands.append((first, fz.period, whole))
+    if run_wanted:
+        # a counter anywhere (a loop the model left, then wrapped up): ≥ 8 copies of ≤ 32 tokens
+        run = longest_run(ids, min_copies=T.count_anywhere_min_copies)
+        if blind_runs is not None:
+            blind_runs[T.count_anywhere_min_copies] = run  # (the number-blind longest run, for the caller)
+        if run is not None:
+            cands.append((run.start, run.period, int(run.copies)))
+    best = None
+    n_req = n_requested()
+    spans = None
+    for first, period, whole in cands:
+        if whole < 3:
+            continue
+        # the longest counting suffix (halving): a few real items may come before the counter
+        # took over (``7 × 3, 7 × 9, … then 7 × 8, 7 × 8, …``)
+        first0, whole0 = first, whole
+        while True:
+            cols = columns(text, toks.starts, toks.ends, toks.is_number, first, period, whole, mixed)
+            if cols.counting or whole < 2 * T.count_words_min_copies:
+                break
+            half = whole // 2
+            first += (whole - half) * period
+            whole = half
+        past = (not cols.counting and n_req is not None and period >= 2
+                and whole0 > n_req * T.count_request_factor + T.count_request_slack
+                and prose_words(token_texts(text, toks, first0, first0 + period)) >= 1)  # (a template, not numbers)
+        if past:
+            # one template far past the count asked for, whatever its numbers do (48 numbers
+            # when 20 were asked): the counter is not the point, the count is
+            first, whole = first0, whole0
+            cols = columns(text, toks.starts, toks.ends, toks.is_number, first, period, whole, mixed)
+        elif not cols.counting:
+            continue
+        a = int(toks.starts[first])
+        b = int(toks.ends[first + whole * period - 1])
+        unit_toks = token_texts(text, toks, first + (whole - 1) * period, first + whole * period)
+        words = prose_words(unit_toks)
+        wordy = words >= T.count_words_min and words >= T.count_words_share * period
+        if spans is None:
+            spans = fence_spans(text) if ("```" in text or "~~~" in text) else []
+        in_code = in_spans(a, spans)
+        cov = whole * period / L
+        far = n_req is not None and whole > n_req * T.count_request_factor + T.count_request_slack
+        if wordy:
+            fire = (whole >= T.count_code_min_copies and runaway) if in_code else whole >= T.count_words_min_copies
+        else:
+            fire = False
+        if (n_req is None or far) and not cols.computed:
+            # (a number and its separator, ``| 20``, is a row of a table up to a few dozen)
+            fire = fire or (runaway and whole >= (T.count_runaway_min_copies if period > 2
+                                                  else T.count_runaway_short_min_copies))
+        fire = fire or (far and not in_code)
+        if past and not far:
+            fire = False
+        unit = text[int(toks.starts[first + (whole - 1) * period]):b]
+        if fire and requested(unit, whole):
+            fire = False
+        info = {"period": period, "copies": whole, "covered_tokens": whole * period, "coverage": r4(cov),
+                "start_char": a, "prose_words": words, "requested_count": n_req, "in_code": in_code,
+                **cols.to_dict()}
+        asked = f"; the request asked for {n_req}" if n_req is not None else ""
+        if past:
+            msg = (f"counting loop: {whole} items of one template (period {period} tokens) from char {a}, "
+                   f"{pct(cov)} of the response, far past the {n_req} the request asked for — “{short(unit, 60)}”")
+        else:
+            msg = (f"counting loop: {whole} items of one template (period {period} tokens) from char {a}, "
+                   f"{pct(cov)} of the response, in which only a counter changes ({cols.counters} counter, "
+                   f"{cols.constants} constant number columns{', last value ' + str(cols.last_counter) if cols.last_counter is not None else ''})"
+                   f"{asked} — “{short(unit, 60)}”")
+        info["past_request"] = past
+        got = {"fire": fire, "info": info, "message": msg, "span": (a, b),
+               "label": f"{whole} items" + ("" if past else ", counter only")}
+        if fire:
+            return got
+        best = best or got
+    return best
+
+
+_PROBE_K = np.arange(2, 16)
+_ANY_MIXED = np.uint64(0x5EED5EED)  # (every token with digits inside, for a first look)
+
+
+def _periodic_tail(seq: np.ndarray, copies: int) -> bool:
+    """Some period p has ``copies`` whole copies at the end of ``seq`` (what ``tail_loop`` needs to
+    report a loop of that many copies)."""
+    n = int(seq.size)
+    pmax = n // copies
+    if pmax < 1:
+        return False
+    r = seq[::-1]
+    cand = (r[1:pmax + 1] == r[0]).nonzero()[0] + 1
+    if cand.size == 0:
+        return False
+    cand = cand[r[cand + 1] == r[1]]           # (p + 1 ≤ pmax + 1 < n; k = 1 < (copies - 1)·p)
+    if cand.size > 4 and n >= 48:
+        # (all at once: r[p + k] == r[k] for every k < 2p; k ≤ 15 < 2·pmax, p + k < n)
+        bad = r[cand[:, None] + _PROBE_K] != r[_PROBE_K]
+        bad &= _PROBE_K < 2 * cand[:, None]
+        cand = cand[~bad.any(axis=1)]
+        if cand.size > 64:
+            return True   # (a first look only: many candidates, the loop itself tells)
+    for p in cand.tolist():
+        if match_len(r, p) >= (copies - 1) * p:
+            return True
+    return False
+
+
+def _closing_trims(text: str, toks) -> list[int]:
+    """How many tokens to leave off the end to reach a loop that a short closing follows: none, or
+    the trailing punctuation-only tokens (``]``, ``}``, a code fence; at most 12)."""
+    L = len(toks)
+    trims = [0]
+    k = 0
+    while k < min(12, L - 1):
+        t = text[int(toks.starts[L - 1 - k]):int(toks.ends[L - 1 - k])]
+        if t[0].isalnum() or t[0] == "_":
+            break
+        k += 1
+    if k:
+        trims.append(k)
+    return trims

@@ -1,7 +1,7 @@
 """Tokens: the word / punctuation tokens of a text as numpy arrays, their hashes and n-gram
 hashes, and the cleaning of per-token logprobs. Pure Python + numpy, linear in the input.
 
-Nothing here decides anything: ``analyze.py`` turns the measurements into findings.
+Nothing here decides anything: the rules in ``rules.py`` turn the measurements into findings.
 """
 
 from __future__ import annotations
@@ -213,6 +213,13 @@ def token_hashes(tokens) -> np.ndarray:
 
 def ids_array(token_ids) -> np.ndarray:
     return np.asarray(token_ids, dtype=np.int64).view(np.uint64)
+
+
+def token_texts(text: str, toks: Tokens, i: int, j: int) -> list[str]:
+    """The texts of tokens ``i`` to ``j`` (exclusive)."""
+    st = toks.starts[i:j].tolist()
+    en = toks.ends[i:j].tolist()
+    return [text[a:b] for a, b in zip(st, en)]
 
 
 def ngram_hashes(ids: np.ndarray, n: int, prev: np.ndarray | None = None) -> np.ndarray:

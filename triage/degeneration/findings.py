@@ -1,0 +1,78 @@
+"""What an analysis says: its findings (``Reason``), the spans to mark (``Highlight``), the
+result (``Analysis``), the analysis ``VERSION`` and every finding's code, and how a finding's
+message writes its numbers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+VERSION = "5"  # 5: implied set sizes, repeated blocks, mixed-prose third sayings, copies of one thing
+# 3: bare role lines, counting loops, near-verbatim loops, nesting, logprob evidence (session 12)
+# 2: repeat runs, character loops, CJK tokens, requested repetition (session 6)
+
+LOOP_CODES = ("tail_loop", "fuzzy_loop", "counting_loop", "near_verbatim_loop", "repeat_run", "line_run",
+              "char_loop", "symbol_flood", "nesting", "runaway_repetition")
+# Every finding's code, loops first (the queue's reason filter offers them)
+REASON_CODES = LOOP_CODES + ("confabulated_turn", "markup_flood", "leaked_end_marker", "unbalanced_fence",
+                             "runaway", "empty")
+
+
+@dataclass
+class Reason:
+    """One finding: a stable ``code``, a human-readable ``message`` with its evidence, the
+    ``severity`` it contributes (0–1) and, where it has one, the character ``span`` it is about."""
+    code: str
+    message: str
+    severity: float
+    span: tuple[int, int] | None = None
+
+    def to_dict(self) -> dict:
+        return {"code": self.code, "message": self.message, "severity": round(self.severity, 4),
+                "span": list(self.span) if self.span else None}
+
+
+@dataclass
+class Highlight:
+    """A character span of the response for the UI to mark (``text[start:end]``)."""
+    start: int
+    end: int
+    kind: str      # "loop" | "fuzzy_loop" | "line_run" | "confabulated_turn" | "end_marker"
+    label: str
+
+    def to_dict(self) -> dict:
+        return {"start": self.start, "end": self.end, "kind": self.kind, "label": self.label}
+
+
+@dataclass
+class Analysis:
+    degenerate: bool
+    severity: float
+    reasons: list[Reason] = field(default_factory=list)
+    metrics: dict = field(default_factory=dict)
+    highlights: list[Highlight] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable form (plain dicts, lists, str, int, float, bool, None)."""
+        return {"degenerate": self.degenerate, "severity": round(self.severity, 4),
+                "reasons": [r.to_dict() for r in self.reasons], "metrics": self.metrics,
+                "highlights": [h.to_dict() for h in self.highlights], "version": VERSION}
+
+    @property
+    def reason_codes(self) -> list[str]:
+        return [r.code for r in self.reasons]
+
+
+def pct(x: float) -> str:
+    """A share as a whole percentage (``0.257`` → ``26%``)."""
+    return f"{100 * x:.0f}%"
+
+
+def short(s: str, n: int = 60) -> str:
+    """``s`` on one line (whitespace runs as one space), cut to ``n`` characters with an ellipsis."""
+    s = " ".join(s[: 4 * n + 8].split())
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def r4(x: float) -> float:
+    """A metric as reported: a float rounded to 4 places."""
+    return round(float(x), 4)
