@@ -106,3 +106,20 @@ def test_no_false_positive_on_the_written_look_alikes(on_tuning):
     for s in ("healthy_table", "healthy_list", "healthy_dialogue", "healthy_nesting", "healthy_repetitive_code"):
         assert per[s].fp == 0, (s, [it["id"] for k, (it, a) in per[s].errors])
     assert per["healthy_refrain"].fp <= 2
+
+
+def test_a_second_reader_agrees_with_the_labels_of_set_5():
+    """Set 5 was read twice, independently: the labels are reproducible well past the recall the
+    detector is asked for (measured: 389 of 396 agree, κ 0.964)."""
+    first = json.loads((HERE / "heldout5_labels.json").read_text(encoding="utf-8"))
+    second = json.loads((HERE / "heldout5_labels_second_reader.json").read_text(encoding="utf-8"))
+    assert sorted(first) == sorted(second)
+    for lab in second.values():
+        assert lab["label"] == (lab["shape"] not in ("healthy", "healthy_repetitive")) and lab["note"]
+    n = len(first)
+    agree = sum(first[k]["label"] == second[k]["label"] for k in first) / n
+    p1 = sum(lab["label"] for lab in first.values()) / n
+    p2 = sum(lab["label"] for lab in second.values()) / n
+    expected = p1 * p2 + (1 - p1) * (1 - p2)
+    kappa = (agree - expected) / (1 - expected)
+    assert agree >= 0.98 and kappa >= 0.96, (agree, kappa)
