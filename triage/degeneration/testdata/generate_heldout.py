@@ -283,6 +283,53 @@ PROMPTS_5 = [
     "Describe the smell of fresh bread in one sentence.",
 ]
 
+PROMPTS_6 = [
+    "Write a Java class for a bank account with deposit and withdraw methods.",
+    "Write a TypeScript function that groups an array of objects by a key.",
+    "Write a Python class for a simple to-do list with add, remove and list.",
+    "Write a C function that counts the vowels in a string.",
+    "Write a Makefile for a C project with a src and a build folder.",
+    "Write a PowerShell script that lists the ten largest files in a folder.",
+    "Write an HTML page for a bike repair shop with a price list.",
+    "Write an HTML table of the months of the year and how many days each has.",
+    "Write a nested HTML list of a company's teams and the people in them.",
+    "Write an HTML form to book a table at a restaurant.",
+    "List 15 animals that live in the ocean.",
+    "Give me a numbered list of 12 hobbies for retired people.",
+    "List the nine planets of the old solar system with one fact each.",
+    "Count down from 30 to 1 in words.",
+    "List 6 ways to fall asleep faster.",
+    "Give me the steps to change a flat bicycle tire.",
+    "Write a numbered recipe for apple crumble.",
+    "Make a markdown table of the squares of the numbers 1 to 15.",
+    "Make a markdown table of 8 dog breeds with their size and temperament.",
+    "Write a JSON array of 5 cities with name, country and population.",
+    "Create a CSV of 12 products with id, name and price.",
+    "Write a docker-compose file for a web app with a database and a cache.",
+    "Write an XML document describing a school with classes and pupils.",
+    "Make a table of the first 10 prime numbers and their squares.",
+    "Write a story about a lighthouse keeper who finds a message in a bottle.",
+    "Tell me a story about a hedgehog who is afraid of the dark.",
+    "Write a story about a city where nobody can sleep.",
+    "Write a science-fiction story about the first colony on Mars.",
+    "Write a poem about an old oak tree.",
+    "Write a counting song about ten little stars going to sleep.",
+    "Write a poem about the ocean that repeats 'the waves come in'.",
+    "Write a marching song with a repeating chorus.",
+    "Explain how a battery stores energy.",
+    "Explain how airplanes stay in the air.",
+    "What is the difference between a lake and a pond?",
+    "Explain how a credit score is calculated.",
+    "Explain what recursion is with an example in Python.",
+    "Why do leaves change color in autumn?",
+    "Write a dialogue between a librarian and a child looking for a book.",
+    "Write an interview with a retired astronaut.",
+    "Give me 9 names for a coffee shop.",
+    "Say 'thank you' in twelve languages.",
+    "Write a packing list for a week at the beach.",
+    "Describe a sunset over the desert in two sentences.",
+]
+
 # (temperature, mode, max_tokens) — every prompt runs under each.
 SETTINGS = [
     (0.0, "normal", 300),
@@ -302,7 +349,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).with_name("heldout_raw.jsonl")))
     ap.add_argument("--limit", type=int, default=0, help="only the first N jobs (a quick look)")
     ap.add_argument("--batch", type=int, default=48)
-    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4, 5),
+    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4, 5, 6),
                     help="the prompt set (N: PROMPTS_N; each set has its own seeds)")
     args = ap.parse_args(argv)
 
@@ -329,7 +376,7 @@ def main(argv=None) -> int:
 
     jobs = []
     prompts, prefix, salt = {1: (PROMPTS, "p", 0), 2: (PROMPTS_2, "q", 104729), 3: (PROMPTS_3, "r", 209459),
-                              4: (PROMPTS_4, "s", 314159), 5: (PROMPTS_5, "u", 419429)}[args.set]
+                              4: (PROMPTS_4, "s", 314159), 5: (PROMPTS_5, "u", 419429), 6: (PROMPTS_6, "v", 524287)}[args.set]
     for si, (temp, mode, max_tokens) in enumerate(SETTINGS):
         for pi, prompt in enumerate(prompts):
             jid = f"{prefix}{pi:02d}-t{temp:g}-{mode}"
