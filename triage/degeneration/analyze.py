@@ -58,6 +58,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
     R.check_counting_loop(c)
     R.check_repeated_items(c)
     R.check_list_overrun(c)
+    R.check_item_rotation(c)
     R.check_line_runs(c)
     R.check_repeat_run(c)
     R.check_record_run(c)

@@ -49,6 +49,7 @@ class Columns:
     data: int            # number columns doing anything else
     last_counter: int | None  # the last value of the first counter column
     progressions: int = 0     # distinct steps among the counters (``n`` and ``n + 17`` are one)
+    copied: int = 0           # counter columns that carry the same values as the first (one number copied across)
 
     @property
     def counting(self) -> bool:
@@ -61,7 +62,8 @@ class Columns:
 
     def to_dict(self) -> dict:
         return {"copies": self.copies, "counter_columns": self.counters, "constant_columns": self.constants,
-                "data_columns": self.data, "progressions": self.progressions, "last_counter": self.last_counter}
+                "data_columns": self.data, "progressions": self.progressions, "last_counter": self.last_counter,
+                "copied_columns": self.copied}
 
 
 COUNTER_STEP_SHARE = 0.7
@@ -131,8 +133,8 @@ def columns(text: str, starts: np.ndarray, ends: np.ndarray, is_number: np.ndarr
     cols_mask = is_number[first:first + period]
     if digit_tokens is not None:
         cols_mask = cols_mask | digit_tokens[first:first + period]
-    counters = constants = data = 0
-    last_counter = None
+    counters = constants = data = copied = 0
+    last_counter = first_vals = None
     steps_seen = set()
     for c in cols_mask.nonzero()[0].tolist():
         pos = first + c + period * np.arange(k)
@@ -152,9 +154,11 @@ def columns(text: str, starts: np.ndarray, ends: np.ndarray, is_number: np.ndarr
             counters += 1
             steps_seen.add(step)
             if last_counter is None:
-                last_counter = int(vals[-1])
+                last_counter, first_vals = int(vals[-1]), vals
+            elif np.array_equal(vals, first_vals):
+                copied += 1
     return Columns(copies=k, counters=counters, constants=constants, data=data, last_counter=last_counter,
-                   progressions=len(steps_seen))
+                   progressions=len(steps_seen), copied=copied + (copied > 0))
 
 
 DIGITS_RE = re.compile(r"\d+")
@@ -167,6 +171,20 @@ def _value(token: str) -> int:
         runs = DIGITS_RE.findall(token)
         token = runs[-1] if runs else ""
     return int(token) if 0 < len(token) <= 18 else -1
+
+
+def items_per_period(text: str, a: int, b: int) -> int:
+    """How many items one copy of a template holds: its lines, when a copy is several lines of
+    one shape (``John,24,12`` / ``Jane,25,12``: two rows a copy, the names alternating); else 1
+    (one line, or one multi-line record whose lines differ: a JSON object)."""
+    lines = [ln for ln in text[a:b].split("\n") if ln.strip()]
+    if len(lines) < 2:
+        return 1
+    shapes = {_SHAPE_RE.sub(lambda m: "9" if m.group()[0].isdigit() else "a", ln.strip()) for ln in lines}
+    return len(lines) if len(shapes) == 1 else 1
+
+
+_SHAPE_RE = re.compile(r"\d+|[^\W\d_]+")  # a line's shape: its numbers and its words, each one symbol
 
 
 def prose_words(toks: list[str]) -> int:
@@ -219,6 +237,61 @@ def longest_item_run(text: str) -> ItemRun | None:
             best = ItemRun(cur_n, cur_start, cur_end)
         elif cur_n == best.items and best.start == cur_start:
             best.end = cur_end
+    return best
+
+
+@dataclass
+class ItemRotation:
+    items: int      # items of one kind back to back (as ``longest_item_run`` counts them)
+    distinct: int   # different ones among them (their text, numbers kept, the item marker aside)
+    top: str        # the most said item
+    top_count: int
+    start: int
+    end: int
+
+    def to_dict(self) -> dict:
+        return {"items": self.items, "distinct": self.distinct, "top_item": self.top[:80],
+                "top_count": self.top_count, "start_char": self.start, "end_char": self.end}
+
+
+_MARKER_RE = re.compile(r"^[ \t]*(?:\d{1,4}[.)]|[-*\u2022+])[ \t]+")
+_LETTERS_RE = re.compile(r"[^\W\d_]{2,}")
+
+
+def item_rotation(text: str, min_items: int) -> ItemRotation | None:
+    """The run of ≥ ``min_items`` list items or table rows (of one kind, back to back, as in
+    ``longest_item_run``) with the fewest different items for its length: the same few items said
+    again and again (two book titles in turn for ``10 books``, ``| Green | Green |`` rows).  Items
+    are compared by their text with the numbers kept (rows of data differ in their values) and
+    the list marker dropped; runs whose items are mostly without words (rows of numbers) are
+    not looked at.  None when no run is long enough.  Linear."""
+    best = None
+    runs: list[tuple[int, int, list[tuple[int, int]]]] = []
+    cur_kind, cur, cur_start, cur_end = None, [], 0, 0
+    for m in _ITEM_RE.finditer(text):
+        ind = m.group("ind").expandtabs(4)
+        kind = (len(ind), "num" if m.group("num") else "row" if m.group("row") else m.group("bul") or "key")
+        line_end = text.find("\n", m.start())
+        line_end = len(text) if line_end < 0 else line_end
+        if not (cur_kind == kind and _only_deeper_between(text, cur_end, m.start(), len(ind))):
+            if len(cur) >= min_items:
+                runs.append((cur_start, cur_end, cur))
+            cur_kind, cur, cur_start = kind, [], m.start()
+        cur.append((m.start(), line_end))
+        cur_end = line_end
+    if len(cur) >= min_items:
+        runs.append((cur_start, cur_end, cur))
+    for a, b, spans in runs:
+        items = [" ".join(_MARKER_RE.sub("", text[i:j]).lower().split()) for i, j in spans]
+        if sum(1 for it in items if _LETTERS_RE.search(it)) < 0.8 * len(items):
+            continue
+        counts: dict[str, int] = {}
+        for it in items:
+            counts[it] = counts.get(it, 0) + 1
+        top = max(counts, key=counts.get)
+        rot = ItemRotation(len(items), len(counts), top, counts[top], a, b)
+        if best is None or rot.distinct / rot.items < best.distinct / best.items:
+            best = rot
     return best
 
 
@@ -343,8 +416,10 @@ def counting_loop(text: str, toks: Tokens, T: Thresholds, runaway: bool, n_reque
             half = whole // 2
             first += (whole - half) * period
             whole = half
+        # (the items of a copy: two alternating rows are two items each time)
+        per = items_per_period(text, int(toks.starts[first0]), int(toks.ends[first0 + period - 1]))
         past = (not cols.counting and n_req is not None and period >= 2
-                and whole0 > n_req * T.count_request_factor + T.count_request_slack
+                and whole0 * per > n_req * T.count_request_factor + T.count_request_slack
                 and prose_words(token_texts(text, toks, first0, first0 + period)) >= 1)  # (a template, not numbers)
         if past:
             # one template far past the count asked for, whatever its numbers do (48 numbers
@@ -362,36 +437,43 @@ def counting_loop(text: str, toks: Tokens, T: Thresholds, runaway: bool, n_reque
             spans = fence_spans(text) if ("```" in text or "~~~" in text) else []
         in_code = in_spans(a, spans)
         cov = whole * period / L
-        far = n_req is not None and whole > n_req * T.count_request_factor + T.count_request_slack
+        far = n_req is not None and whole * per > n_req * T.count_request_factor + T.count_request_slack
         if wordy:
             fire = (whole >= T.count_code_min_copies and runaway) if in_code else whole >= T.count_words_min_copies
         else:
             fire = False
+        # one number copied into every cell of a row of nothing else, the rows counting
+        # (``| 10 | 10 | 10 |``, ``| 12 | 12 | 12 |``): a table of nothing.  (Unrolled code has
+        # names around its copied index: ``out[3] = f(x[3])``.)
+        fire = fire or (words == 0 and cols.copied >= T.count_copied_min_columns and cols.copied == cols.counters
+                        and whole >= T.count_words_min_copies)
         if (n_req is None or far) and not cols.computed:
             # (a number and its separator, ``| 20``, is a row of a table up to a few dozen)
             fire = fire or (runaway and whole >= (T.count_runaway_min_copies if period > 2
                                                   else T.count_runaway_short_min_copies))
-        fire = fire or (far and not in_code)
+        # (far past the count inside a code block: rows of data in a fence, or a response that
+        # hit max_tokens still counting; unrolled code a request numbered stops by itself)
+        fire = fire or (far and (not in_code or runaway))
         if past and not far:
             fire = False
         unit = text[int(toks.starts[first + (whole - 1) * period]):b]
         if fire and requested(unit, whole):
             fire = False
-        info = {"period": period, "copies": whole, "covered_tokens": whole * period, "coverage": r4(cov),
+        info = {"period": period, "copies": whole, "items": whole * per, "covered_tokens": whole * period, "coverage": r4(cov),
                 "start_char": a, "prose_words": words, "requested_count": n_req, "in_code": in_code,
                 **cols.to_dict()}
         asked = f"; the request asked for {n_req}" if n_req is not None else ""
         if past:
-            msg = (f"counting loop: {whole} items of one template (period {period} tokens) from char {a}, "
+            msg = (f"counting loop: {whole * per} items of one template (period {period} tokens) from char {a}, "
                    f"{pct(cov)} of the response, far past the {n_req} the request asked for — “{short(unit, 60)}”")
         else:
-            msg = (f"counting loop: {whole} items of one template (period {period} tokens) from char {a}, "
+            msg = (f"counting loop: {whole * per} items of one template (period {period} tokens) from char {a}, "
                    f"{pct(cov)} of the response, in which only a counter changes ({cols.counters} counter, "
                    f"{cols.constants} constant number columns{', last value ' + str(cols.last_counter) if cols.last_counter is not None else ''})"
                    f"{asked} — “{short(unit, 60)}”")
         info["past_request"] = past
         got = {"fire": fire, "info": info, "message": msg, "span": (a, b),
-               "label": f"{whole} items" + ("" if past else ", counter only")}
+               "label": f"{whole * per} items" + ("" if past else ", counter only")}
         if fire:
             return got
         best = best or got

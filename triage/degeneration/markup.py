@@ -79,6 +79,43 @@ def symbol_tail_run(text: str, max_chars: int = 4096) -> dict | None:
     return {"start": i, "symbols": sum(counts.values()), "kinds": len(counts), "top": top, "top_count": counts[top]}
 
 
+# a stretch of characters above U+2000 glued by spaces and separators: where a symbol run can be
+_HIGH_RUN_RE = re.compile(r"[^\x00-\u1fff](?:[ \t\r\n|*_\-~.,:;\u200d\ufe0f\ufffd]*[^\x00-\u1fff])*")
+
+
+def symbol_run(text: str, min_symbols: int) -> dict | None:
+    """The longest stretch anywhere made only of emoji-like symbols (Unicode So / Sk from U+2600 on:
+    pictographs, dingbats; not the box-drawing, block and geometric characters of a divider or a
+    drawn board) and what glues them, with ≥ ``min_symbols`` symbols: {"start", "end", "symbols",
+    "kinds", "top", "top_count"}, or None.  A flood the model left (a hundred ``🌞`` and then more
+    text).  Linear: one regex pass, then
+    the characters of the long candidates (text above U+2000: emoji, and CJK, which it skips)."""
+    best = None
+    for m in _HIGH_RUN_RE.finditer(text):
+        if m.end() - m.start() < min_symbols:
+            continue
+        counts: dict[str, int] = {}
+        start = None
+        for i in range(m.start(), m.end() + 1):
+            c = text[i] if i < m.end() else "\x00"
+            if c in _FLOOD_GLUE:
+                continue
+            if c >= "\u2600" and unicodedata.category(c) in _SYMBOL_CATEGORIES:
+                if start is None:
+                    start, counts = i, {}
+                counts[c] = counts.get(c, 0) + 1
+                end = i + 1
+                continue
+            if start is not None and sum(counts.values()) >= min_symbols:
+                n = sum(counts.values())
+                if best is None or n > best["symbols"]:
+                    top = max(counts, key=counts.get)
+                    best = {"start": start, "end": end, "symbols": n, "kinds": len(counts), "top": top,
+                            "top_count": counts[top]}
+            start = None
+    return best
+
+
 def fence_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of fenced code blocks (an unclosed one runs to the end)."""
     spans = []

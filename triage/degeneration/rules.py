@@ -23,7 +23,7 @@ from . import near_verbatim as NV
 from . import nesting as N
 from .findings import LOOP_CODES, Highlight, Reason, pct, r4, short
 from .lines import compression_ratio, line_char_offset, line_stats
-from .markup import markup_balance, symbol_tail_run
+from .markup import markup_balance, symbol_run, symbol_tail_run
 from .messages import norm_words, requested_repetition
 from .repetition import (Loop, char_tail_loop, longest_run, ngram_stats, tail_loop_tolerant, tail_phrase_count,
                          tail_repeat)
@@ -181,6 +181,10 @@ def check_tail_loop(c: Context) -> None:
     elif (runaway and copies >= T.loop_runaway_min_copies and covered >= T.loop_runaway_min_tokens
           and cov >= T.loop_runaway_min_coverage):
         sev = T.sev_loop
+    elif (runaway and copies >= T.loop_cut_min_copies and covered >= T.loop_cut_min_tokens
+          and cov >= T.loop_cut_min_coverage):
+        sev = T.sev_loop
+        msg += "; a third copy had begun when max_tokens cut it"
     if sev > 0 and c.requested(c.loop_unit, copies):
         c.exempted.append("tail_loop")
         sev = 0.0
@@ -259,11 +263,32 @@ def check_repeated_items(c: Context) -> None:
         return
     items, words, a, b = ri
     c.mt["repeated_items"] = {"items": items, "words": words, "start_char": a, "end_char": b}
-    if items >= T.repeated_items_min and words >= T.repeated_items_min_words and not c.requested(text[a:b], items):
+    enough = (items >= T.repeated_items_min if words >= T.repeated_items_min_words
+              else items >= T.repeated_items_short_min)
+    if enough and not c.requested(text[a:b], items):
         c.fire("counting_loop", f"counting loop: the same list item {items} times back to back, only its number "
                f"changing, from char {a} — “{short(text[a:b], 60)}”", T.sev_counting_loop, (a, b),
                (a, b, "loop", f"{items}× the same item"))
         c.loop_fired = True
+
+
+def check_item_rotation(c: Context) -> None:
+    """The same few list items or table rows again and again, not back to back (``counting.
+    item_rotation``): two titles in turn for ``10 books``."""
+    text, T = c.text, c.T
+    if c.loop_fired or c.n_newlines < T.rotation_min_items - 1:
+        return
+    rot = C.item_rotation(text, T.rotation_min_items)
+    if rot is None:
+        return
+    c.mt["item_rotation"] = rot.to_dict()
+    if rot.distinct > T.rotation_max_distinct_share * rot.items or c.requested(rot.top, rot.top_count):
+        return
+    a, b = rot.start, rot.end
+    c.fire("near_verbatim_loop", f"items in rotation: {rot.items} list items from char {a} say only {rot.distinct} "
+           f"different things (“{short(rot.top, 50)}” ×{rot.top_count})", T.sev_near_loop, (a, b),
+           (a, b, "loop", f"{rot.items} items, {rot.distinct} different"))
+    c.loop_fired = True
 
 
 def check_list_overrun(c: Context) -> None:
@@ -300,7 +325,7 @@ def check_line_runs(c: Context) -> None:
                      "longest_run_line": short(ls.run_line, 80), "structural_run": ls.structural_run,
                      "structural_run_line": short(ls.structural_run_line, 40)}
     for run, line, start_line, minimum, kind in (
-            (ls.run, ls.run_line, ls.run_start_line, T.line_run_min, ""),
+            (ls.run, ls.run_line, ls.run_start_line, T.line_run_three, ""),
             (ls.structural_run, ls.structural_run_line, ls.structural_run_start_line,
              T.structural_line_run_min, "short ")):
         if run >= minimum and c.requested(line, run):
@@ -308,8 +333,11 @@ def check_line_runs(c: Context) -> None:
         elif run >= minimum:
             a = line_char_offset(text, start_line)
             b = _end_of_run(text, a, line, run)
-            if (run < T.line_run_strong and (b - a) < T.line_run_min_coverage * len(text)
-                    and not (runaway and not text[b:].strip())):
+            covers = (b - a) >= T.line_run_min_coverage * len(text)
+            if kind == "" and run < T.line_run_min:
+                if not covers:  # (three lines: only over 15 % of the response)
+                    continue
+            elif run < T.line_run_strong and not covers and not (runaway and not text[b:].strip()):
                 continue
             c.fire("line_run", f"{kind}line repeated {run}× in a row: “{short(line, 60)}”", T.sev_line_run, (a, b),
                    (a, b, "line_run", f"{run}× same line"))
@@ -399,12 +427,14 @@ def check_char_loop(c: Context) -> None:
 
 
 def check_symbol_flood(c: Context) -> None:
-    """A flood of a few symbols at the end (emoji repeated until max_tokens)."""
+    """A flood of a few symbols at the end (emoji repeated until max_tokens), or one the model
+    left that fills a real part of the response."""
     text, T = c.text, c.T
-    if c.loop_fired or not c.runaway:
+    if c.loop_fired:
         return
-    sf = symbol_tail_run(text)
+    sf = symbol_tail_run(text) if c.runaway else None
     if sf is None:
+        _check_symbol_run(c)
         return
     c.mt["symbol_flood"] = sf
     if sf["symbols"] >= T.symbol_flood_min and sf["symbols"] >= T.symbol_flood_per_kind * sf["kinds"]:
@@ -416,6 +446,22 @@ def check_symbol_flood(c: Context) -> None:
                    f"max_tokens", T.sev_char_loop, (sf["start"], len(text)),
                    (sf["start"], len(text), "loop", f"{sf['symbols']} symbols"))
             c.loop_fired = True
+
+
+def _check_symbol_run(c: Context) -> None:
+    """A run of a few symbols anywhere over ≥ 15 % of the response: the flood the model left."""
+    text, T = c.text, c.T
+    sr = symbol_run(text, T.symbol_flood_min)
+    if sr is None:
+        return
+    c.mt["symbol_run"] = sr
+    a, b = sr["start"], sr["end"]
+    if (sr["symbols"] >= T.symbol_flood_per_kind * sr["kinds"] and b - a >= T.symbol_run_min_coverage * len(text)
+            and not c.requested(text[a:b], sr["symbols"])):
+        c.fire("symbol_flood", f"symbol flood: {sr['symbols']} symbols of {sr['kinds']} kinds (“{sr['top']}” "
+               f"×{sr['top_count']}) back to back from char {a}, {pct((b - a) / len(text))} of the response",
+               T.sev_char_loop, (a, b), (a, b, "loop", f"{sr['symbols']} symbols"))
+        c.loop_fired = True
 
 
 def check_near_verbatim(c: Context) -> None:
@@ -468,8 +514,11 @@ def check_near_verbatim(c: Context) -> None:
     a, b = info["start_char"], info["end_char"]
     n_req = c.n_requested()
     # (N rounds asked for: at most N + 1 copies that the model finished are the answer;
-    # a rotation still running when max_tokens cut it is not known to stop at N)
-    asked_for = n_req is not None and er.copies <= n_req + 1 and not (runaway and at_end)
+    # a rotation still running when max_tokens cut it is not known to stop at N.  A round is a
+    # block of lines, a verse or a joke: items that echo one another one or two at a time are
+    # N items asked for that came out the same)
+    asked_for = (n_req is not None and er.copies <= n_req + 1 and not (runaway and at_end)
+                 and er.period >= T.near_round_min_segments)
     if not c.requested(text[a:b], er.echoes) and not asked_for:
         c.fire("near_verbatim_loop",
                f"near-verbatim loop: {er.echoes} of {er.segments} sentences/lines from char {a} echo one "

@@ -53,6 +53,13 @@ class Thresholds:
     """A short response that hit max_tokens and is mostly a loop (≥ 4 copies over ≥ half of it,
     e.g. a three-item list cycling ``- large - huge - enormous`` until cut) is degenerate even
     below 40 tokens: max_tokens was small, the loop is still the whole answer."""
+    loop_cut_min_copies: float = 2.2
+    loop_cut_min_tokens: int = 100
+    loop_cut_min_coverage: float = 0.5
+    """Two whole copies of a long block and a third begun (a fifth of it or more) when max_tokens
+    cut the response, over ≥ 100 tokens and half of it: the model was writing the block a third
+    time (a ``main()`` re-emitted twice and started again).  The labelling rule counts it as three
+    copies; a passage restated once before the cut has no third beginning."""
     structural_loop_min_tokens: int = 200
     """A loop made only of markup / punctuation (``</div>``, ``}``, ``|``) that does NOT leave the
     markup unbalanced is what a well-formed nested document ends with; it only counts when it is
@@ -87,6 +94,11 @@ class Thresholds:
     """…covering ≥ 15 % of the response, or reaching its end at max_tokens, unless it is ≥ 8
     lines: four identical rows in a long answer that then moves on is a slip, not a loop (the
     labelling rule of the held-out set)."""
+    line_run_three: int = 3
+    """Three identical content lines back to back count too when they cover ≥ 15 % of the
+    response (the labelling rule's loop: three copies over about 15 %): ``<label>Email:</label>``
+    ×3 as the whole of a short form.  Healthy code repeats a line three times (``stack.pop();``,
+    ``return function() {``) in a small part of a longer answer: under 6 % in every labelled set."""
     line_run_min_chars: int = 12
     """Lines shorter than 12 characters (``},`` ``end`` ``</div>`` ``---`` ``|`` a one-word line)
     are *structural* and legitimately repeat in runs (closing braces of nested code, closing tags
@@ -146,6 +158,10 @@ class Thresholds:
     emoji has ten kinds); a glitch among them does not break the run the way it breaks an exact
     period."""
 
+    symbol_run_min_coverage: float = 0.15
+    """The same flood anywhere (the model left it and went on) counts when it fills ≥ 15 % of the
+    response's characters: a hundred ``🌞`` before the answer goes on.  Emoji in a healthy answer are
+    a few at a time."""
     # ---- whole-text repetition (supporting signal) -------------------------------------------
     runaway_window_min_tokens: int = 128
     """The runaway-repetition check needs ≥ 128 tokens; it looks at the last quarter of the
@@ -214,6 +230,11 @@ class Thresholds:
     count_runaway_short_min_copies: int = 24
     """…but a unit of one number and its separator (``| 20``, ``61,``) is a table row or a list of
     numbers up to a few dozen: 24 of them."""
+    count_copied_min_columns: int = 3
+    """Rows in which one counter value is copied into every number cell (``| 10 | 10 | 10 | 10 |``
+    then ``| 12 | 12 | 12 | 12 |``), ≥ 3 such cells and ≥ ``count_words_min_copies`` rows: the
+    columns say nothing the first does not.  A computed table's columns differ (``n``, ``n²``);
+    a zero-filled one does not count."""
     count_request_factor: float = 1.5
     count_request_slack: int = 2
     """With a count in the request (``10 products``, ``1 to 20``): more than 1.5 × N + 2 items is
@@ -223,6 +244,19 @@ class Thresholds:
     """Three list items back to back with the same words (≥ 3 of them), only the number changing
     (``11. Learn a new skill`` … ``13. Learn a new skill``): the labelling rule's counting loop.
     A healthy list does not say one item three times."""
+    repeated_items_short_min: int = 4
+    """An item of one or two words (a name: ``1. Goldfish`` … ``7. Goldfish``, ``**Schnack**``)
+    said four or more times back to back is the same loop: a list asked for names, kinds or
+    steps never gives one of them four times running.  (Three short items can be a short
+    checklist's ``Yes``; no labelled healthy item has even three.)"""
+    rotation_min_items: int = 8
+    rotation_max_distinct_share: float = 0.35
+    """A list or table of ≥ 8 items back to back of which at most about a third are different
+    (their text with the numbers kept): the same few items in rotation (``The Nightingale`` /
+    ``The Black Swan`` for ten books, five colours for nine vegetables).  A real list repeats an
+    item now and then: the healthy lists and tables of the labelled sets keep ≥ 46 % of their
+    items different (rows of numbers differ in their values; lists of words that repeat a few
+    countries keep two thirds)."""
     list_overrun_min_extra: int = 5
     list_overrun_factor: float = 3.0
     """A list of one kind of item (numbered, one bullet, ``key:`` labels) longer than 1.5 × and
@@ -266,6 +300,11 @@ class Thresholds:
     rotations after the first, half of them said word for word and none bringing a new word, up
     to the sentence that max_tokens cut — is still looping; healthy prose cut by max_tokens brings
     new words."""
+    near_round_min_segments: int = 3
+    """A request for N rounds (``4 rounds of the breathing exercise``, ``5 knock-knock jokes``)
+    excuses up to N + 1 rotations of a block of ≥ 3 sentences or lines.  A rotation of one or two
+    lines is not a round: ``10 books`` answered with two titles in turn, ``8 ways`` with one tip
+    said six times, are the items asked for coming out the same."""
     near_strong_echoes: int = 16
     near_strong_coverage: float = 0.5
 

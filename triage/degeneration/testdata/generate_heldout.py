@@ -283,6 +283,8 @@ PROMPTS_5 = [
     "Describe the smell of fresh bread in one sentence.",
 ]
 
+# A sixth, fresh set (``--set 6``): the held-out test of round 6, written before its outputs were
+# seen (round 6 tunes on sets 1–5); none is a prompt of an earlier set.
 PROMPTS_6 = [
     "Write a Java class for a bank account with deposit and withdraw methods.",
     "Write a TypeScript function that groups an array of objects by a key.",

@@ -438,3 +438,128 @@ def test_two_sentences_each_said_twice_are_not_three_copies():
     assert not a.degenerate, [r.message for r in a.reasons]
     three = text.replace(f"4. {b1}", f"4. {a1}")
     assert analyze(three, finish_reason="stop", messages=_ask("Give me the steps to change a bicycle tire.")).degenerate
+
+
+# ---- round 6: the shapes heldout5 missed (written here from their definitions) ----------------
+
+def test_three_identical_lines_over_a_sixth_of_the_response():
+    """Three copies back to back over about 15 % is the labelling rule's loop; the same three lines
+    in a small part of a long answer (code that pops three times) are not."""
+    form = ('```html\n<form action="/send" method="post">\n    <label>Email:</label>\n    <label>Email:</label>\n'
+            '    <label>Email:</label>\n</form>\n```\n\nThis form asks for the email address.')
+    a = analyze(form, finish_reason="stop", messages=_ask("Write an HTML contact form with name, email and message."))
+    assert a.degenerate and "line_run" in _codes(a), [r.message for r in a.reasons]
+    code = '''```python
+class Stack:
+    """A last-in, first-out stack on a Python list."""
+
+    def __init__(self, items=None):
+        self._items = list(items or [])
+
+    def push(self, item):
+        self._items.append(item)
+        return len(self._items)
+
+    def peek(self):
+        if not self._items:
+            raise IndexError("peek from an empty stack")
+        return self._items[-1]
+
+    def drop_three(self):
+        """Remove the top three items (the caller checked there are three)."""
+        self._items.pop()
+        self._items.pop()
+        self._items.pop()
+
+    def __len__(self):
+        return len(self._items)
+
+    def __repr__(self):
+        return f"Stack({self._items!r})"
+```
+
+`drop_three` pops three times; `peek` raises on an empty stack instead of returning None, so a
+caller cannot mistake an empty stack for one whose top item is None. Use `len(stack)` to check
+the size before dropping.
+'''
+    assert not analyze(code, finish_reason="stop", messages=_ask("Write a Python stack helper.")).degenerate
+
+
+def test_two_copies_of_a_block_and_a_third_begun_at_the_cut():
+    block = ("int main() {\n    Registry registry;\n    for (auto& entry : registry) {\n"
+             "        if (entry.empty()) {\n            std::cerr << \"Cannot have an empty entry\" << std::endl;\n"
+             "            return 0;\n        }\n        std::cout << entry << std::endl;\n    }\n    return 0;\n}\n\n")
+    text = "#include <iostream>\n\nclass Registry {};\n\n" + block * 2 + block[:len(block) // 3]
+    ask = _ask("Write a C++ program that prints a registry.")
+    a = analyze(text, finish_reason="length", messages=ask)
+    assert a.degenerate and "a third copy had begun" in a.reasons[0].message, [r.message for r in a.reasons]
+    # the same block restated once and stopped (or cut right after the second copy) is two copies
+    assert not analyze("#include <iostream>\n\n" + block * 2, finish_reason="length", messages=ask).degenerate
+
+
+def test_one_name_four_times_in_a_list_of_names():
+    ask = _ask("Give me 7 names for a pet goldfish.")
+    same = "".join(f"{i}. Goldfish\n" for i in range(1, 8))
+    a = analyze(same, finish_reason="stop", messages=ask)
+    assert a.degenerate and a.reasons[0].code == "counting_loop", [r.message for r in a.reasons]
+    names = "".join(f"{i}. {n}\n" for i, n in enumerate(["Bubbles", "Goldie", "Finn", "Nemo", "Sunny", "Flash",
+                                                          "Comet"], 1))
+    assert not analyze(names, finish_reason="stop", messages=ask).degenerate
+    # three short items (a checklist's answers) are not enough
+    check = "- Passport: yes\n- Tickets: yes\n- Keys:\n- Yes\n- Yes\n- Yes\n- Charger: no\n- Snacks: packed\n"
+    assert not analyze(check, finish_reason="stop", messages=_ask("Make a packing checklist.")).degenerate
+
+
+def test_the_same_few_items_in_rotation():
+    """Ten books asked, two titles in turn: at most a third of the items are different."""
+    ask = _ask("Give me a numbered list of 10 books every teenager should read.")
+    titles = ['"The Lantern" by Ann Hale', '"The Quiet Sea" by Tom Reyes', '"The Lantern" by Tom Reyes']
+    rotating = "Here are 10 books:\n\n" + "".join(f"{i}. {titles[(i * 7) % 3]}\n" for i in range(1, 11))
+    a = analyze(rotating, finish_reason="stop", messages=ask)
+    assert a.degenerate and "items in rotation" in a.reasons[0].message, [r.message for r in a.reasons]
+    books = ["Holes", "Wonder", "Matilda", "Hatchet", "Coraline", "Dune", "Emma", "Beloved", "Ivanhoe", "Kidnapped"]
+    # a real list repeats an item now and then (a country, a colour) and keeps most of them different
+    some = "Here are 10 books:\n\n" + "".join(f"{i}. {b}\n" for i, b in enumerate(books[:7] + ["Holes", "Wonder",
+                                                                                              "Dune"], 1))
+    assert not analyze(some, finish_reason="stop", messages=ask).degenerate
+    # rows of data with the same words differ in their numbers: not a rotation
+    readings = "| city | temperature | humidity |\n|---|---|---|\n" + "".join(
+        f"| Oslo | {t} | {h} |\n" for t, h in zip(range(3, 13), range(60, 90, 3)))
+    assert not analyze(readings, finish_reason="stop", messages=_ask("Make a table of weather readings.")).degenerate
+
+
+def test_one_number_copied_into_every_cell_of_counting_rows():
+    ask = _ask("Make a markdown table of the multiplication table of 8.")
+    rows = "".join("| " + " | ".join([str(v)] * 7) + " |\n" for v in range(10, 28, 2))
+    text = "| Multiplication table of 8 |\n| 1 | 2 | 3 | 4 | 5 | 6 | 7 |\n" + rows
+    a = analyze(text, finish_reason="stop", messages=ask)
+    assert a.degenerate and a.reasons[0].code == "counting_loop", [r.message for r in a.reasons]
+    # a computed table's columns differ
+    table = "| n | 8n | 16n | 24n |\n|---|---|---|---|\n" + "".join(
+        f"| {n} | {8 * n} | {16 * n} | {24 * n} |\n" for n in range(1, 13))
+    assert not analyze(table, finish_reason="stop", messages=ask).degenerate
+
+
+def test_an_emoji_flood_the_model_left():
+    ask = _ask("Say 'good night' in ten languages.")
+    text = "Good night in ten languages! " + "🌙 " * 90 + "\n\nFrench: Bonne nuit\nGerman: Gute Nacht\nSpanish: Buenas noches"
+    a = analyze(text, finish_reason="stop", messages=ask)
+    assert a.degenerate and "symbol_flood" in _codes(a), [r.message for r in a.reasons]
+    # a divider or a drawn board is made of drawing characters, not emoji
+    divider = "Here is a divider:\n\n" + "─" * 60 + "\n\nPaste it between sections."
+    assert not analyze(divider, finish_reason="stop", messages=_ask("Give me a divider line.")).degenerate
+    few = "Good night! 🌙✨ " + "Sleep well, dream of stars. " * 3 + "🌟🌟🌟"
+    assert not analyze(few, finish_reason="stop", messages=ask).degenerate
+
+
+def test_rows_counted_far_past_the_request_in_a_fence_until_max_tokens():
+    """Two alternating CSV rows per copy are two items each time: 34 rows for 14 students."""
+    ask = _ask("Create a CSV of 14 students with name, age and grade.")
+    rows = "".join(f"John,{20 + 2 * i},12\nJane,{21 + 2 * i},12\n" for i in range(17))
+    text = "```\nname,age,grade\n" + rows + "John,60"
+    a = analyze(text, finish_reason="length", messages=ask)
+    assert a.degenerate and a.reasons[0].code == "counting_loop", [r.message for r in a.reasons]
+    # fourteen rows, stopped: the answer
+    ok = "```\nname,age,grade\n" + "".join(f"{n},{12 + i % 5},{'ABCD'[i % 4]}\n" for i, n in enumerate(
+        ["Ana", "Ben", "Cai", "Dee", "Eli", "Fay", "Gus", "Hal", "Ivy", "Jon", "Kim", "Lou", "Max", "Nia"])) + "```\n"
+    assert not analyze(ok, finish_reason="stop", messages=ask).degenerate
