@@ -511,9 +511,12 @@ def _periodic_tail(seq: np.ndarray, copies: int) -> bool:
 
 def _closing_trims(text: str, toks) -> list[int]:
     """How many tokens to leave off the end to reach a loop that a short closing follows: none, or
-    the trailing punctuation-only tokens (``]``, ``}``, a code fence; at most 12)."""
+    the trailing punctuation-only tokens (``]``, ``}``, a code fence; at most 12); or the last
+    word when it ends the text, which max_tokens may have cut (``…</room>\n<ro``)."""
     L = len(toks)
     trims = [0]
+    if L > 1 and int(toks.ends[-1]) == len(text) and (text[-1].isalnum() or text[-1] == "_"):
+        trims.append(1)
     k = 0
     while k < min(12, L - 1):
         t = text[int(toks.starts[L - 1 - k]):int(toks.ends[L - 1 - k])]

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-VERSION = "6"  # 6: three lines over 15 %, a third copy begun at the cut, short items repeated, items in rotation,
+VERSION = "7"  # 7: counters inside names (room7), a word max_tokens cut after a counted copy, rotation at 30 %
+# 6: three lines over 15 %, a third copy begun at the cut, short items repeated, items in rotation,
 #    one number copied across a row, emoji floods left behind, items per copy against the count
 # 5: implied set sizes, repeated blocks, mixed-prose third sayings, copies of one thing
 # 3: bare role lines, counting loops, near-verbatim loops, nesting, logprob evidence (session 12)

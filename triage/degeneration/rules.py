@@ -242,7 +242,7 @@ def check_fuzzy_loop(c: Context) -> None:
 def check_counting_loop(c: Context) -> None:
     """A template whose only change is a counter (``counting.counting_loop``)."""
     toks, T = c.toks, c.T
-    if c.loop_fired or c.L < 8 or np.count_nonzero(toks.is_number) < 3:
+    if c.loop_fired or c.L < 8 or np.count_nonzero(toks.has_digit if toks.has_digit is not None else toks.is_number) < 3:  # (class7 counts)
         return
     cl = C.counting_loop(c.text, toks, T, c.runaway, c.n_requested, c.requested, c.fuzzy_tail, c.blind_runs,
                          c.number_blind())

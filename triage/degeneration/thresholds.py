@@ -250,13 +250,13 @@ class Thresholds:
     steps never gives one of them four times running.  (Three short items can be a short
     checklist's ``Yes``; no labelled healthy item has even three.)"""
     rotation_min_items: int = 8
-    rotation_max_distinct_share: float = 0.35
-    """A list or table of ≥ 8 items back to back of which at most about a third are different
-    (their text with the numbers kept): the same few items in rotation (``The Nightingale`` /
-    ``The Black Swan`` for ten books, five colours for nine vegetables).  A real list repeats an
-    item now and then: the healthy lists and tables of the labelled sets keep ≥ 46 % of their
-    items different (rows of numbers differ in their values; lists of words that repeat a few
-    countries keep two thirds)."""
+    rotation_max_distinct_share: float = 0.3
+    """A list or table of ≥ 8 items back to back of which at most 30 % are different (their text
+    with the numbers kept): the same few items in rotation (``The Nightingale`` / ``The Black
+    Swan`` for ten books, five colours for nine vegetables).  A real list repeats an item now and
+    then: a list of ocean animals that names fish six times among fifteen still keeps a third of
+    them different (labelled healthy), the other healthy lists and tables of the labelled sets
+    keep ≥ 46 % (rows of numbers differ in their values)."""
     list_overrun_min_extra: int = 5
     list_overrun_factor: float = 3.0
     """A list of one kind of item (numbered, one bullet, ``key:`` labels) longer than 1.5 × and

@@ -43,7 +43,7 @@ def main(argv=None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4, 5, 6),
+    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4, 5, 6, 7),
                     help="2 (3): heldout2.jsonl (heldout3.jsonl) from heldout2_raw.jsonl + heldout2_labels.json "
                          "(…3…), all of it `test`")
     args = ap.parse_args(argv)

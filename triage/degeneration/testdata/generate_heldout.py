@@ -332,6 +332,55 @@ PROMPTS_6 = [
     "Describe a sunset over the desert in two sentences.",
 ]
 
+# A seventh, fresh set (``--set 7``): the held-out test of round 7, written before its outputs were
+# seen (round 7 tunes on sets 1–6); none is a prompt of an earlier set.
+PROMPTS_7 = [
+    "Write a Kotlin data class for a library book with a checkout method.",
+    "Write a Python function that merges two sorted lists into one sorted list.",
+    "Write a Ruby method that counts how often each word appears in a text.",
+    "Write a Swift struct for a temperature that converts between Celsius and Fahrenheit.",
+    "Write a GitHub Actions workflow that runs Python tests on every push.",
+    "Write an nginx configuration that serves a static site and proxies /api to port 8000.",
+    "Write an HTML page for a yoga studio with a class schedule.",
+    "Write an HTML table of the planets with their distance from the sun.",
+    "Write a nested HTML list of a cookbook's chapters and the recipes in each.",
+    "Write an HTML signup form with username, password and a terms checkbox.",
+    "List 20 musical instruments and the family each belongs to.",
+    "Give me a numbered list of 8 board games for a family evening.",
+    "List the twelve signs of the zodiac with their dates.",
+    "Write the multiples of 5 from 5 to 100.",
+    "List 7 tips for learning a new language.",
+    "Give me the steps to brew a pot of tea.",
+    "Write a numbered recipe for guacamole.",
+    "Make a markdown table of the powers of 2 from 2^0 to 2^16.",
+    "Make a markdown table of 10 fruits with their color and vitamin.",
+    "Write a JSON array of 4 employees with name, role and salary.",
+    "Create a CSV of 10 countries with capital, population and currency.",
+    "Write a TOML configuration for a web service with a database section.",
+    "Write a JSON document describing a menu with categories and dishes.",
+    "Make a table of the Fahrenheit temperatures from 0 to 100 in steps of 10 with Celsius.",
+    "Write a story about a clockmaker whose clocks start running backwards.",
+    "Tell me a story about a penguin who wants to fly.",
+    "Write a story about a train that never reaches its last station.",
+    "Write a ghost story set in an old library.",
+    "Write a poem about a winter morning.",
+    "Write a lullaby for a baby elephant with a repeated last line.",
+    "Write a poem about the rain that repeats 'drip, drop' in every stanza.",
+    "Write a sea shanty with a chorus after each verse.",
+    "Explain how a heat pump warms a house.",
+    "Explain how a vaccine is tested before it is approved.",
+    "What is the difference between a rabbit and a hare?",
+    "Explain how compound interest grows over time.",
+    "Explain what a linked list is with an example.",
+    "Why do cats purr?",
+    "Write a dialogue between a doctor and a patient with a cold.",
+    "Write an interview with a lighthouse keeper.",
+    "Give me 10 names for a new bakery.",
+    "Say 'welcome' in eight languages.",
+    "Write a checklist for preparing a camping trip.",
+    "Describe the sound of a thunderstorm in one sentence.",
+]
+
 # (temperature, mode, max_tokens) — every prompt runs under each.
 SETTINGS = [
     (0.0, "normal", 300),
@@ -351,7 +400,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).with_name("heldout_raw.jsonl")))
     ap.add_argument("--limit", type=int, default=0, help="only the first N jobs (a quick look)")
     ap.add_argument("--batch", type=int, default=48)
-    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4, 5, 6),
+    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4, 5, 6, 7),
                     help="the prompt set (N: PROMPTS_N; each set has its own seeds)")
     args = ap.parse_args(argv)
 
@@ -378,7 +427,7 @@ def main(argv=None) -> int:
 
     jobs = []
     prompts, prefix, salt = {1: (PROMPTS, "p", 0), 2: (PROMPTS_2, "q", 104729), 3: (PROMPTS_3, "r", 209459),
-                              4: (PROMPTS_4, "s", 314159), 5: (PROMPTS_5, "u", 419429), 6: (PROMPTS_6, "v", 524287)}[args.set]
+                              4: (PROMPTS_4, "s", 314159), 5: (PROMPTS_5, "u", 419429), 6: (PROMPTS_6, "v", 524287), 7: (PROMPTS_7, "w", 629137)}[args.set]
     for si, (temp, mode, max_tokens) in enumerate(SETTINGS):
         for pi, prompt in enumerate(prompts):
             jid = f"{prefix}{pi:02d}-t{temp:g}-{mode}"

@@ -563,3 +563,28 @@ def test_rows_counted_far_past_the_request_in_a_fence_until_max_tokens():
     ok = "```\nname,age,grade\n" + "".join(f"{n},{12 + i % 5},{'ABCD'[i % 4]}\n" for i, n in enumerate(
         ["Ana", "Ben", "Cai", "Dee", "Eli", "Fay", "Gus", "Hal", "Ivy", "Jon", "Kim", "Lou", "Max", "Nia"])) + "```\n"
     assert not analyze(ok, finish_reason="stop", messages=ask).degenerate
+
+
+# ---- round 7: the shapes heldout6 missed (written here from their definitions) ----------------
+
+def test_a_counter_inside_a_name_until_max_tokens():
+    """``<room>room1</room>``, ``<room>room2</room>`` … the counter is inside the name, no number
+    stands alone: still one template counting until max_tokens."""
+    ask = _ask("Write an XML document describing a hotel with rooms and guests.")
+    text = "<hotel>\n<name>Seaside</name>\n" + "".join(f"<room>room{i}</room>\n" for i in range(1, 41)) + "<ro"
+    a = analyze(text, finish_reason="length", messages=ask)
+    assert a.degenerate and a.reasons[0].code == "counting_loop", [r.message for r in a.reasons]
+    rooms = "<hotel>\n" + "".join(f"<room>room{i}</room>\n" for i in range(1, 5)) + "</hotel>\n"
+    assert not analyze(rooms, finish_reason="stop", messages=ask).degenerate
+
+
+def test_a_list_that_names_one_item_often_but_keeps_a_third_different():
+    """Fifteen ocean animals with fish six times among them is a poor list, not a rotation (the
+    labelling rule: no item three times back to back); two or three items in turn is."""
+    ask = _ask("List 15 animals that live in the ocean.")
+    names = ["Fish", "Shark", "Whale", "Fish", "Seal", "Fish", "Fish", "Squid", "Fish", "Crab", "Dolphin",
+             "Fish", "Whale", "Shark", "Seal"]
+    poor = "".join(f"{i}. {n}\n" for i, n in enumerate(names, 1))
+    assert not analyze(poor, finish_reason="stop", messages=ask).degenerate
+    turn = "".join(f"{i}. {['Fish', 'Shark', 'Whale'][i % 3]}\n" for i in range(1, 16))
+    assert analyze(turn, finish_reason="stop", messages=ask).degenerate
