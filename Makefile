@@ -8,11 +8,12 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/triage
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/15
 PYTEST_ARGS ?=
 
-.PHONY: run test install install-test migrate bench clean-var help
+.PHONY: run test test-fast install install-test migrate bench clean-var help
 
 help:
-	@echo "make run   - install, migrate, load demo data, start web + worker + inference backend"
-	@echo "make test  - install test dependencies and run the whole suite"
+	@echo "make run        - install, migrate, load demo data, start web + worker + inference backend"
+	@echo "make test       - install test dependencies and run the whole suite"
+	@echo "make test-fast  - the suite without the slow tests (model, servers, workers, browsers): the edit-test loop"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -53,7 +54,7 @@ run: install
 
 # Tests use real PostgreSQL and Redis when they answer; REQUIRE_SERVICES=1 makes them
 # mandatory (CI). Without them, service tests skip with the reason.
-test: install-test
+define run_pytest
 	@set -e; \
 	if $(PY) -c "import socket; socket.create_connection(('127.0.0.1', 5432), 1)" 2>/dev/null; then \
 	  export DATABASE_URL="$${DATABASE_URL:-$(PG_URL)}"; echo "tests: PostgreSQL at $$DATABASE_URL"; \
@@ -61,7 +62,16 @@ test: install-test
 	  echo "REQUIRE_SERVICES=1 but PostgreSQL does not answer on 127.0.0.1:5432 (start it: pg_ctlcluster --skip-systemctl-redirect \$$(ls /etc/postgresql) main start)"; exit 1; \
 	else echo "tests: PostgreSQL not running; database tests use SQLite, PostgreSQL-only tests skip"; fi; \
 	export REDIS_TEST_URL="$${REDIS_TEST_URL:-$(REDIS_TEST_URL)}"; \
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(1) $(PYTEST_ARGS)
+endef
+
+test: install-test
+	$(call run_pytest,)
+
+# The edit-test loop: everything but the `slow` tests (those that load the model, compare with
+# transformers, or start servers, workers or a browser; conftest.py marks them by their fixtures).
+test-fast: install-test
+	$(call run_pytest,-m "not slow")
 
 bench: install-test
 	$(PY) -m triage.degeneration --bench

@@ -15,6 +15,21 @@ import pytest
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
 
 
+# A test that uses one of these loads the model, compares with transformers, or drives a server or
+# a browser: it is `slow` (skipped by `make test-fast`) without having to say so itself.  Tests
+# that start subprocesses of their own carry the mark in their module.
+SLOW_FIXTURES = frozenset({
+    "engine", "engine_bf16", "hf_model", "hf_tokenizer", "hf_logits", "first_token_logits", "conversation",
+    "browser", "browser_login", "bundled_server_url", "bundled_backend", "llama", "llama_url",
+})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 def service_missing(reason: str) -> None:
     if REQUIRE_SERVICES:
         pytest.fail(f"REQUIRE_SERVICES=1 and {reason}", pytrace=False)

@@ -12,6 +12,8 @@ from inference.engine import EngineError, GenerationRequest, SamplingParams
 from kernels.selector import KernelUnavailableError
 from kernels.settings import KernelSettings, KernelSettingsError
 
+pytestmark = pytest.mark.slow  # (every test drives the real model; a few pick it by dtype at run time)
+
 STOCK = KernelSettings()
 
 
@@ -225,7 +227,7 @@ def test_teacher_forcing_runs_per_op_wherever_its_queries_fall(engine_bf16, monk
 def test_a_failing_prefill_gives_its_pages_back(engine, monkeypatch):
     """A forward pass that raises (a broken kernel) takes its requests down with it, but not the
     cache: their pages, shared ones included, return to the pool and the engine keeps serving."""
-    from inference import engine as engine_module
+    from inference import scheduler as scheduler_module
 
     small = engine.fork(max_cache_tokens=1024)
     prompt = chat(engine, "Tell me a story.")
@@ -234,7 +236,7 @@ def test_a_failing_prefill_gives_its_pages_back(engine, monkeypatch):
         raise RuntimeError("kernel exploded")
 
     group = None
-    for target, name in ((small, "model"), (engine_module, "sample")):  # the forward pass, then the sampler
+    for target, name in ((small, "model"), (scheduler_module, "sample")):  # the forward pass, then the sampler
         for i in range(3):
             small.add_request(req(f"f{i}", prompt, temperature=0.6, seed=i, max_tokens=4))
         monkeypatch.setattr(target, name, type("Broken", (), {"__call__": staticmethod(broken)})())

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import gguf
 import numpy as np
 import pytest
 import torch
 
-gguf = pytest.importorskip("gguf")
-
-from inference.config import ModelConfig  # noqa: E402
-from inference.gguf_loader import UnsupportedGGUFError, load_gguf, unpermute_qk  # noqa: E402
-from inference.model import Transformer  # noqa: E402
+from inference.config import ModelConfig
+from inference.gguf_loader import UnsupportedGGUFError, load_gguf, unpermute_qk
+from inference.model import Transformer
 
 Q = gguf.GGMLQuantizationType
 DIM, N_HEADS, N_KV, FF, VOCAB, LAYERS = 64, 4, 2, 96, 128, 2
@@ -132,6 +131,7 @@ def test_missing_file_and_not_gguf(tmp_path):
         load_gguf(bad)
 
 
+@pytest.mark.slow  # (reads the real GGUF)
 def test_default_model_config(model_path):
     loaded = load_gguf(model_path)
     c = ModelConfig.from_gguf(loaded.metadata, vocab_size=loaded.state_dict["tok_embeddings.weight"].shape[0])

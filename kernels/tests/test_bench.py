@@ -5,9 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kernels import cpu
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow  # (the benchmark as a subprocess)
 
 
 def test_bench_prints_the_documented_json():

@@ -90,6 +90,8 @@ def test_worker_sigkilled_mid_experiment_and_restarted_finishes_with_exactly_n(
     finally:
         os.killpg(second.pid, signal.SIGTERM)
         second.wait(timeout=60)
+        with Connection(redis_url) as broker:
+            broker.default_channel.client.flushdb()  # leave no sweeps or redeliveries to later tests
     experiment.refresh_from_db()
     assert experiment.status == "done", experiment.error
     for arm in Arm.objects.filter(experiment=experiment):

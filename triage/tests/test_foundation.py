@@ -47,6 +47,7 @@ def _django_check(env_overrides: dict) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # (Django checks in subprocesses)
 def test_production_refuses_to_start_without_secret_key(tmp_path):
     result = _django_check({"DEBUG": "0", "TRIAGE_VAR_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path}/db"})
     assert result.returncode != 0
@@ -117,6 +118,7 @@ def test_demo_user_password_is_given_once():
     assert user.check_password(password) and can_experiment(user)
 
 
+@pytest.mark.slow  # (docker-compose config in subprocesses)
 def test_compose_file_is_valid():
     import shutil
 

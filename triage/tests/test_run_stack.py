@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -15,6 +16,7 @@ import pytest
 from triage.net import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow  # (manage.py, runserver and Celery workers as subprocesses)
 
 
 def _env(tmp_path, **extra) -> dict:
@@ -81,22 +83,29 @@ def test_make_run_startup_path_serves_the_list_after_login(tmp_path):
 
 
 def _round_trip_through_worker(env: dict, tmp_path: Path) -> str:
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "triage.celery_app", "worker", "--pool=solo",
-         "--loglevel=WARNING", "--without-heartbeat", "--without-gossip", "--without-mingle"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
+    """A ping sent through the broker comes back from a worker. The ping travels on a queue of its
+    own, so a message another test left in a shared broker (a Redis database that earlier tests'
+    workers used) cannot hold up or take the ping; the worker's log is in the failure message."""
+    queue = f"ping-{uuid.uuid4().hex[:12]}"
+    log_path = tmp_path / "worker.log"
+    with open(log_path, "w") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "triage.celery_app", "worker", "--pool=solo", "-Q", queue,
+             "--loglevel=INFO", "--without-heartbeat", "--without-gossip", "--without-mingle"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
+        )
     try:
         sender = subprocess.run(
             [sys.executable, "-c",
              "import django, os; django.setup();"
              "from triage.celery_app import app;"
-             "r = app.send_task('triage.ping', args=['hello-worker']);"
-             "print(r.get(timeout=60))"],
+             f"r = app.send_task('triage.ping', args=['hello-worker'], queue={queue!r});"
+             "print(r.get(timeout=90))"],
             cwd=ROOT, env={**env, "DJANGO_SETTINGS_MODULE": "triage.settings"},
-            capture_output=True, text=True, timeout=120,
+            capture_output=True, text=True, timeout=150,
         )
-        assert sender.returncode == 0, sender.stderr[-2000:]
+        assert sender.returncode == 0, (f"{sender.stderr[-2000:]}\n--- worker log (exit {worker.poll()})\n"
+                                        f"{log_path.read_text()[-3000:]}")
         return sender.stdout.strip().splitlines()[-1]
     finally:
         worker.terminate()
