@@ -1,5 +1,5 @@
 """The held-out sets (testdata/HELDOUT.md, docs/degeneration-heldout.md): their form; the
-detector's precision and recall on heldout6.jsonl, which no threshold was tuned on (measured
+detector's precision and recall on heldout7.jsonl, which no threshold was tuned on (measured
 once); and on the earlier sets, tuning data by now, as regression guards."""
 
 import json
@@ -40,11 +40,11 @@ def test_heldout_set_is_well_formed_and_split_once():
         assert shapes[s] >= 10, (s, shapes[s])
 
 
-SETS = {n: load(HERE / f"heldout{n}.jsonl") for n in (2, 3, 4, 5, 6)}
-# heldout6.jsonl, evaluated once after round 6 was committed: 164 of 172 found, 2 of 224 healthy
-# flagged (1 of them healthy-repetitive): precision 0.988, recall 0.953. The floors sit just under.
-FRESH = 6
-FRESH_FLOORS = {"precision": 0.985, "recall": 0.95, "healthy_repetitive_fp": 1}
+SETS = {n: load(HERE / f"heldout{n}.jsonl") for n in (2, 3, 4, 5, 6, 7)}
+# heldout7.jsonl, evaluated once after round 7 was committed: 150 of 173 found, 4 of 223 healthy
+# flagged (1 of them healthy-repetitive): precision 0.974, recall 0.867. The floors sit just under.
+FRESH = 7
+FRESH_FLOORS = {"precision": 0.97, "recall": 0.865, "healthy_repetitive_fp": 1}
 
 
 @pytest.mark.parametrize("n", sorted(SETS))
@@ -71,7 +71,7 @@ def on_sets():
 
 
 def test_precision_and_recall_on_the_fresh_set(on_sets):
-    """heldout6.jsonl, never tuned on: measured once, after round 6 was committed (FRESH_FLOORS)."""
+    """heldout7.jsonl, never tuned on: measured once, after round 7 was committed (FRESH_FLOORS)."""
     per, total, _ = on_sets[FRESH]
     errors = [(k, it["id"]) for k, (it, a) in total.errors]
     assert total.precision >= FRESH_FLOORS["precision"], errors
@@ -80,11 +80,12 @@ def test_precision_and_recall_on_the_fresh_set(on_sets):
 
 
 @pytest.mark.parametrize("n, precision, recall, healthy_repetitive_fp",
-                         [(2, 0.99, 0.96, 0), (3, 0.99, 0.9, 0), (4, 0.96, 0.915, 2), (5, 0.98, 0.95, 2)])
+                         [(2, 0.99, 0.96, 0), (3, 0.99, 0.9, 0), (4, 0.96, 0.915, 2), (5, 0.98, 0.95, 2),
+                          (6, 0.99, 0.955, 0)])
 def test_earlier_fresh_sets_as_regression_guards(on_sets, n, precision, recall, healthy_repetitive_fp):
-    """Sets 2 to 5 were each evaluated once as a round's test (0.975 / 0.900, 0.963 / 0.829, 0.954 /
-    0.888 and 0.981 / 0.893) and tuned on afterwards: these floors guard what the tuning reached,
-    they estimate nothing."""
+    """Sets 2 to 6 were each evaluated once as a round's test (0.975 / 0.900, 0.963 / 0.829, 0.954 /
+    0.888, 0.981 / 0.893 and 0.988 / 0.953) and tuned on afterwards: these floors guard what the
+    tuning reached, they estimate nothing."""
     per, total, _ = on_sets[n]
     errors = [(k, it["id"]) for k, (it, a) in total.errors]
     assert total.precision >= precision and total.recall >= recall, errors
