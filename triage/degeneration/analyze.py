@@ -1,6 +1,6 @@
 """``analyze()``: all metrics of one response, and the verdict that explains itself.
 
-The findings are the rules of ``rules.py``, called here in order; what an analysis says
+The findings are the rules of ``rules/`` (one module per family), called here in order; what an analysis says
 (``Reason``, ``Highlight``, ``Analysis``, ``VERSION``, the codes) is in ``findings.py``.
 """
 

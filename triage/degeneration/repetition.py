@@ -2,7 +2,7 @@
 phrase), the loop at the end of a token sequence, the longest back-to-back run anywhere, and the
 loop at the end in characters. Pure Python + numpy, each linear (or n log n in numpy).
 
-Nothing here decides anything: the rules in ``rules.py`` turn the measurements into findings.
+Nothing here decides anything: the rules in ``rules/`` turn the measurements into findings.
 """
 
 from __future__ import annotations

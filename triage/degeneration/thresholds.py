@@ -3,7 +3,7 @@
 Units: "tokens" are the analysis tokens (word / punctuation tokens of the text, or the model's
 token ids when the caller passes them); "copies" = covered tokens / period.
 
-How the verdict is formed (``analyze.py``, the rules in ``rules.py``): each finding carries a
+How the verdict is formed (``analyze.py``, the rules in ``rules/``): each finding carries a
 severity in [0, 1]; the response's severity is the noisy-OR of its findings, 1 − Π(1 − s_i), and
 the response is degenerate when that reaches ``DEGENERATE_AT``.  Findings that are weak on their own (a
 response that hit max_tokens, an unbalanced code fence) have severities well under 0.5, so they

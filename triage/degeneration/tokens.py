@@ -1,7 +1,7 @@
 """Tokens: the word / punctuation tokens of a text as numpy arrays, their hashes and n-gram
 hashes, and the cleaning of per-token logprobs. Pure Python + numpy, linear in the input.
 
-Nothing here decides anything: the rules in ``rules.py`` turn the measurements into findings.
+Nothing here decides anything: the rules in ``rules/`` turn the measurements into findings.
 """
 
 from __future__ import annotations

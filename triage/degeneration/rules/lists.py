@@ -1,0 +1,88 @@
+"""The rules for lists and counters: a template whose only change is a counter, the same item
+again and again, a list far past the count asked for, the same few items in rotation."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import counting as C
+from ..findings import short
+from .context import Context
+
+
+def check_counting_loop(c: Context) -> None:
+    """A template whose only change is a counter (``counting.counting_loop``)."""
+    toks, T = c.toks, c.T
+    if c.loop_fired or c.L < 8 or np.count_nonzero(toks.has_digit if toks.has_digit is not None else toks.is_number) < 3:  # (class7 counts)
+        return
+    cl = C.counting_loop(c.text, toks, T, c.runaway, c.n_requested, c.requested, c.fuzzy_tail, c.blind_runs,
+                         c.number_blind())
+    if cl is not None:
+        c.mt["counting_loop"] = cl["info"]
+        if cl["fire"]:
+            c.fire("counting_loop", cl["message"], T.sev_counting_loop, cl["span"], (*cl["span"], "loop", cl["label"]))
+            c.loop_fired = True
+
+
+def check_repeated_items(c: Context) -> None:
+    """The same list item again and again, only its number changing."""
+    text, T = c.text, c.T
+    if c.loop_fired or "\n" not in text:
+        return
+    ri = C.repeated_items(text)
+    if ri is None:
+        return
+    items, words, a, b = ri
+    c.mt["repeated_items"] = {"items": items, "words": words, "start_char": a, "end_char": b}
+    enough = (items >= T.repeated_items_min if words >= T.repeated_items_min_words
+              else items >= T.repeated_items_short_min)
+    if enough and not c.requested(text[a:b], items):
+        c.fire("counting_loop", f"counting loop: the same list item {items} times back to back, only its number "
+               f"changing, from char {a} — “{short(text[a:b], 60)}”", T.sev_counting_loop, (a, b),
+               (a, b, "loop", f"{items}× the same item"))
+        c.loop_fired = True
+
+
+def check_item_rotation(c: Context) -> None:
+    """The same few list items or table rows again and again, not back to back (``counting.
+    item_rotation``): two titles in turn for ``10 books``."""
+    text, T = c.text, c.T
+    if c.loop_fired or c.n_newlines < T.rotation_min_items - 1:
+        return
+    rot = C.item_rotation(text, T.rotation_min_items)
+    if rot is None:
+        return
+    c.mt["item_rotation"] = rot.to_dict()
+    if rot.distinct > T.rotation_max_distinct_share * rot.items or c.requested(rot.top, rot.top_count):
+        return
+    a, b = rot.start, rot.end
+    c.fire("near_verbatim_loop", f"items in rotation: {rot.items} list items from char {a} say only {rot.distinct} "
+           f"different things (“{short(rot.top, 50)}” ×{rot.top_count})", T.sev_near_loop, (a, b),
+           (a, b, "loop", f"{rot.items} items, {rot.distinct} different"))
+    c.loop_fired = True
+
+
+def check_list_overrun(c: Context) -> None:
+    """A list far past the count asked for (``12 fruits`` answered with 33 until max_tokens)."""
+    text, T, runaway = c.text, c.T, c.runaway
+    n_req, implied = c.n_requested(), False
+    if n_req is None and not c.loop_fired and "\n" in text:
+        n_req = C.count_implied(c.messages)
+        implied = n_req is not None
+    if c.loop_fired or "\n" not in text or n_req is None:
+        return
+    run = C.longest_item_run(text)
+    if run is None:
+        return
+    c.mt["item_run"] = {**run.to_dict(), "requested_count": n_req, "count_implied": implied}
+    over = run.items > n_req * T.count_request_factor and run.items >= n_req + T.list_overrun_min_extra
+    if implied:  # a set's size is a convention (10 or 12 rows), not the user's number
+        over = run.items >= n_req * T.count_request_factor + T.list_overrun_min_extra
+    going = runaway and not text[run.end:].strip()  # (still listing when max_tokens cut it)
+    if over and (runaway or run.items >= T.list_overrun_factor * n_req):
+        c.fire("counting_loop", f"list overrun: {run.items} items from char {run.start} where the request "
+               f"asked for {n_req}" + (" (the size of the set it names)" if implied else "")
+               + ("; still listing when the response hit max_tokens" if going else ""),
+               T.sev_counting_loop, (run.start, run.end),
+               (run.start, run.end, "loop", f"{run.items} items for {n_req}"))
+        c.loop_fired = True
