@@ -28,7 +28,7 @@ from triage.services import flags
 PAGE_SIZE = 50
 BULK_MAX = 500  # ids in one bulk request (a page holds PAGE_SIZE)
 RANGE_PRESETS = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
-# The detector's reason codes (triage/degeneration/analyze.py), offered as suggestions; any code filters.
+# The detector's reason codes (triage/degeneration/findings.py), offered as suggestions; any code filters.
 KNOWN_REASONS = REASON_CODES
 USER_FLAG_REASONS = [c for c in Flag.Reason.choices if c[0] != Flag.Reason.AUTO]
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-VERSION = "7"  # 7: counters inside names (room7), a word max_tokens cut after a counted copy, rotation at 30 %
+VERSION = "8"  # 8: three lines only in code, markup or tables; a flood before a symbol tail; emoji only, not
+#    grids or stars; answers and statuses are not short repeated items
+# 7: counters inside names (room7), a word max_tokens cut after a counted copy, rotation at 30 %
 # 6: three lines over 15 %, a third copy begun at the cut, short items repeated, items in rotation,
 #    one number copied across a row, emoji floods left behind, items per copy against the count
 # 5: implied set sizes, repeated blocks, mixed-prose third sayings, copies of one thing

@@ -83,10 +83,24 @@ def symbol_tail_run(text: str, max_chars: int = 4096) -> dict | None:
 _HIGH_RUN_RE = re.compile(r"[^\x00-\u1fff](?:[ \t\r\n|*_\-~.,:;\u200d\ufe0f\ufffd]*[^\x00-\u1fff])*")
 
 
+def _pictograph(c: str) -> bool:
+    """An emoji-like symbol: a pictograph (U+1F300–1FAFF) or a misc symbol or dingbat (U+2600–27BF),
+    category So / Sk; not the coloured squares and circles (U+1F7E0–1F7FF) or the stars (★ ☆
+    ✩–✰) that share and rating lines are drawn with, nor box drawing and geometric shapes."""
+    o = ord(c)
+    if 0x1F300 <= o <= 0x1FAFF:
+        ok = not 0x1F7E0 <= o <= 0x1F7FF
+    elif 0x2600 <= o <= 0x27BF:
+        ok = o not in (0x2605, 0x2606) and not 0x2729 <= o <= 0x2730
+    else:
+        return False
+    return ok and unicodedata.category(c) in _SYMBOL_CATEGORIES
+
+
 def symbol_run(text: str, min_symbols: int) -> dict | None:
-    """The longest stretch anywhere made only of emoji-like symbols (Unicode So / Sk from U+2600 on:
-    pictographs, dingbats; not the box-drawing, block and geometric characters of a divider or a
-    drawn board) and what glues them, with ≥ ``min_symbols`` symbols: {"start", "end", "symbols",
+    """The longest stretch anywhere made only of emoji-like symbols (``_pictograph``: not the
+    box-drawing, block, geometric, coloured-square or star characters of a divider, a drawn board,
+    a share grid or a rating) and what glues them, with ≥ ``min_symbols`` symbols: {"start", "end", "symbols",
     "kinds", "top", "top_count"}, or None.  A flood the model left (a hundred ``🌞`` and then more
     text).  Linear: one regex pass, then
     the characters of the long candidates (text above U+2000: emoji, and CJK, which it skips)."""
@@ -100,7 +114,7 @@ def symbol_run(text: str, min_symbols: int) -> dict | None:
             c = text[i] if i < m.end() else "\x00"
             if c in _FLOOD_GLUE:
                 continue
-            if c >= "\u2600" and unicodedata.category(c) in _SYMBOL_CATEGORIES:
+            if _pictograph(c):
                 if start is None:
                     start, counts = i, {}
                 counts[c] = counts.get(c, 0) + 1

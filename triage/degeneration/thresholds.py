@@ -95,10 +95,12 @@ class Thresholds:
     lines: four identical rows in a long answer that then moves on is a slip, not a loop (the
     labelling rule of the held-out set)."""
     line_run_three: int = 3
-    """Three identical content lines back to back count too when they cover ≥ 15 % of the
-    response (the labelling rule's loop: three copies over about 15 %): ``<label>Email:</label>``
-    ×3 as the whole of a short form.  Healthy code repeats a line three times (``stack.pop();``,
-    ``return function() {``) in a small part of a longer answer: under 6 % in every labelled set."""
+    """Three identical lines of code, markup or a table that say something count too when they
+    cover ≥ 15 % of the response (the labelling rule's loop: three copies over about 15 %):
+    ``<label>Email:</label>`` ×3 as the whole of a short form.  Healthy code repeats a line three
+    times (``stack.pop();``, ``return function() {``) in a small part of a longer answer (under 6 %
+    in every labelled set); prose says a line three times in a refrain or a cheer (``Glory, glory,
+    hallelujah!``), and rows of zeros or empty cells say nothing: none of those count."""
     line_run_min_chars: int = 12
     """Lines shorter than 12 characters (``},`` ``end`` ``</div>`` ``---`` ``|`` a one-word line)
     are *structural* and legitimately repeat in runs (closing braces of nested code, closing tags
@@ -161,7 +163,7 @@ class Thresholds:
     symbol_run_min_coverage: float = 0.15
     """The same flood anywhere (the model left it and went on) counts when it fills ≥ 15 % of the
     response's characters: a hundred ``🌞`` before the answer goes on.  Emoji in a healthy answer are
-    a few at a time."""
+    a few at a time; share grids (🟩⬛), star ratings and box drawing are not emoji here."""
     # ---- whole-text repetition (supporting signal) -------------------------------------------
     runaway_window_min_tokens: int = 128
     """The runaway-repetition check needs ≥ 128 tokens; it looks at the last quarter of the
@@ -247,8 +249,8 @@ class Thresholds:
     repeated_items_short_min: int = 4
     """An item of one or two words (a name: ``1. Goldfish`` … ``7. Goldfish``, ``**Schnack**``)
     said four or more times back to back is the same loop: a list asked for names, kinds or
-    steps never gives one of them four times running.  (Three short items can be a short
-    checklist's ``Yes``; no labelled healthy item has even three.)"""
+    steps never gives one of them four times running.  Answers and statuses (``True``, ``Done``,
+    ``Yes``) repeat legitimately and do not count."""
     rotation_min_items: int = 8
     rotation_max_distinct_share: float = 0.3
     """A list or table of ≥ 8 items back to back of which at most 30 % are different (their text

@@ -1,6 +1,6 @@
 """The degeneration verdict of a response, as the database stores it: what ingestion puts on a
 Transcript and an experiment on each Sample. A thin, never-raising wrapper around
-triage.degeneration.analyze (the rules themselves live there)."""
+triage.degeneration.analyze (the rules themselves live in triage/degeneration/rules/)."""
 
 from __future__ import annotations
 

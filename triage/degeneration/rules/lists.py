@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import counting as C
 from ..findings import short
-from .context import Context
+from .context import _WORD_RE, Context
 
 
 def check_counting_loop(c: Context) -> None:
@@ -24,6 +24,14 @@ def check_counting_loop(c: Context) -> None:
             c.loop_fired = True
 
 
+# the words of an answer or a status, which a list of answers or a checklist repeats legitimately
+_ANSWER_WORDS = frozenset({
+    "yes", "no", "true", "false", "done", "ok", "okay", "correct", "incorrect", "right", "wrong", "none", "na",
+    "pending", "todo", "tbd", "checked", "unchecked", "complete", "completed", "passed", "failed", "pass", "fail",
+    "same", "agree", "disagree", "maybe", "unknown", "null", "empty", "skip", "skipped",
+})
+
+
 def check_repeated_items(c: Context) -> None:
     """The same list item again and again, only its number changing."""
     text, T = c.text, c.T
@@ -34,8 +42,11 @@ def check_repeated_items(c: Context) -> None:
         return
     items, words, a, b = ri
     c.mt["repeated_items"] = {"items": items, "words": words, "start_char": a, "end_char": b}
-    enough = (items >= T.repeated_items_min if words >= T.repeated_items_min_words
-              else items >= T.repeated_items_short_min)
+    if words >= T.repeated_items_min_words:
+        enough = items >= T.repeated_items_min
+    else:  # (a name or two said again; answers and statuses repeat legitimately: True, Done, Yes)
+        said = {w.lower() for w in _WORD_RE.findall(text[a:b])}
+        enough = items >= T.repeated_items_short_min and not said <= _ANSWER_WORDS
     if enough and not c.requested(text[a:b], items):
         c.fire("counting_loop", f"counting loop: the same list item {items} times back to back, only its number "
                f"changing, from char {a} — “{short(text[a:b], 60)}”", T.sev_counting_loop, (a, b),
@@ -53,7 +64,10 @@ def check_item_rotation(c: Context) -> None:
     if rot is None:
         return
     c.mt["item_rotation"] = rot.to_dict()
-    if rot.distinct > T.rotation_max_distinct_share * rot.items or c.requested(rot.top, rot.top_count):
+    if rot.distinct > T.rotation_max_distinct_share * rot.items:
+        return
+    if c.requested(rot.top, rot.top_count):
+        c.exempted.append("item_rotation")
         return
     a, b = rot.start, rot.end
     c.fire("near_verbatim_loop", f"items in rotation: {rot.items} list items from char {a} say only {rot.distinct} "

@@ -4,6 +4,8 @@ a symbol flood."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..findings import pct, r4, short
@@ -111,7 +113,9 @@ def check_line_runs(c: Context) -> None:
             b = _end_of_run(text, a, line, run)
             covers = (b - a) >= T.line_run_min_coverage * len(text)
             if kind == "" and run < T.line_run_min:
-                if not covers:  # (three lines: only over 15 % of the response)
+                # (three lines: only over 15 % of the response, and only a line of code or markup
+                # that says something: prose says a line three times in refrains and cheers)
+                if not covers or not _code_line_with_words(line):
                     continue
             elif run < T.line_run_strong and not covers and not (runaway and not text[b:].strip()):
                 continue
@@ -209,19 +213,19 @@ def check_symbol_flood(c: Context) -> None:
     if c.loop_fired:
         return
     sf = symbol_tail_run(text) if c.runaway else None
-    if sf is None:
-        _check_symbol_run(c)
-        return
-    c.mt["symbol_flood"] = sf
-    if sf["symbols"] >= T.symbol_flood_min and sf["symbols"] >= T.symbol_flood_per_kind * sf["kinds"]:
-        if c.requested(text[sf["start"]:], sf["symbols"]):
-            c.exempted.append("symbol_flood")
-        else:
+    if sf is not None:
+        c.mt["symbol_flood"] = sf
+        if sf["symbols"] >= T.symbol_flood_min and sf["symbols"] >= T.symbol_flood_per_kind * sf["kinds"]:
+            if c.requested(text[sf["start"]:], sf["symbols"]):
+                c.exempted.append("symbol_flood")
+                return
             c.fire("symbol_flood", f"symbol flood: {sf['symbols']} symbols of {sf['kinds']} kinds "
                    f"(“{sf['top']}” ×{sf['top_count']}) fill the last {len(text) - sf['start']} characters until "
                    f"max_tokens", T.sev_char_loop, (sf["start"], len(text)),
                    (sf["start"], len(text), "loop", f"{sf['symbols']} symbols"))
             c.loop_fired = True
+            return
+    _check_symbol_run(c)  # (the tail is not a flood: one may still fill the middle)
 
 
 def _check_symbol_run(c: Context) -> None:
@@ -232,12 +236,28 @@ def _check_symbol_run(c: Context) -> None:
         return
     c.mt["symbol_run"] = sr
     a, b = sr["start"], sr["end"]
-    if (sr["symbols"] >= T.symbol_flood_per_kind * sr["kinds"] and b - a >= T.symbol_run_min_coverage * len(text)
-            and not c.requested(text[a:b], sr["symbols"])):
+    if sr["symbols"] >= T.symbol_flood_per_kind * sr["kinds"] and b - a >= T.symbol_run_min_coverage * len(text):
+        if c.requested(text[a:b], sr["symbols"]):
+            c.exempted.append("symbol_flood")
+            return
         c.fire("symbol_flood", f"symbol flood: {sr['symbols']} symbols of {sr['kinds']} kinds (“{sr['top']}” "
                f"×{sr['top_count']}) back to back from char {a}, {pct((b - a) / len(text))} of the response",
                T.sev_char_loop, (a, b), (a, b, "loop", f"{sr['symbols']} symbols"))
         c.loop_fired = True
+
+
+_CODE_MARKS = frozenset("<>{}[]();=#|")
+_TAG_OR_ENTITY_RE = re.compile(r"</?[A-Za-z][\w-]*|&[A-Za-z]+;")
+
+
+def _code_line_with_words(line: str) -> bool:
+    """A line of code, markup or a table (it has one of ``<>{}[]();=#|``) with a word in it that is
+    not a tag name or an entity: ``<label>Email:</label>``, ``# Usage: tar -czf``, ``| Blue | Blue |``;
+    not ``[0, 0, 0, 0],`` (a row of data) nor ``<td>&nbsp;</td>`` (an empty cell), nor prose
+    (``Glory, glory, hallelujah!``)."""
+    if not any(ch in _CODE_MARKS for ch in line):
+        return False
+    return _WORD_RE.search(_TAG_OR_ENTITY_RE.sub(" ", line)) is not None
 
 
 def _end_of_run(text: str, start: int, line: str, run: int) -> int:

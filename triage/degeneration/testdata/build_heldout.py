@@ -20,7 +20,7 @@ thresholds may be tuned on ``tune`` only; ``test`` is reported, never tuned on.
 ``--set 2`` builds ``heldout2.jsonl``: the outputs of the second prompt set
 (``generate_heldout.py --set 2``), all of it a test set for the second round of tuning, whose
 tuning data was all of ``heldout.jsonl``.  ``--set 3`` builds ``heldout3.jsonl`` the same way: the
-test set of round 3, which tuned on ``heldout.jsonl`` and ``heldout2.jsonl``; and so on to ``--set 6``
+test set of round 3, which tuned on ``heldout.jsonl`` and ``heldout2.jsonl``; and so on to ``--set 7``
 (round N measured on set N after tuning on the sets before it).
 """
 
