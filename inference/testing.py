@@ -1,4 +1,5 @@
-"""A live bundled backend for tests and scripts: `spawn_server`.
+"""A live bundled backend for tests and scripts: `spawn_server`, and `stop_process` for any
+subprocess a test or a script started.
 
 It runs `python -m inference serve` in a subprocess and talks to it over HTTP only, so importing
 it loads neither torch nor the web server (the triage tests and `manage.py bench_experiment` use
@@ -9,9 +10,22 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 import threading
 import time
 from typing import Iterator
+
+
+def stop_process(process: subprocess.Popen, timeout: float = 20.0) -> None:
+    """Stop a subprocess: SIGTERM, up to `timeout` seconds to exit, then SIGKILL (and reap it)."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 @contextlib.contextmanager
@@ -19,7 +33,6 @@ def spawn_server(*args: str, startup_timeout: float = 300.0, env: dict | None = 
     """Run `python -m inference serve ARGS` on a free local port until the block exits; yields
     its base URL once /health answers. For tests and scripts that need a live backend."""
     import socket
-    import subprocess
     import sys
 
     import httpx
@@ -46,9 +59,4 @@ def spawn_server(*args: str, startup_timeout: float = 300.0, env: dict | None = 
             time.sleep(0.25)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, timeout=20)

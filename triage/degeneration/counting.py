@@ -217,32 +217,42 @@ class ItemRun:
         return {"items": self.items, "start_char": self.start, "end_char": self.end}
 
 
-def longest_item_run(text: str) -> ItemRun | None:
-    """The longest run of list items of one kind (numbered, one bullet character, or ``key:``
-    labels) at one indentation.  Blank lines and lines indented deeper (an item's continuation,
-    its sub-items) do not break a run; any other line does.  Linear: one pass over the items."""
-    best = None
-    cur_kind, cur_n, cur_start, cur_end = None, 0, 0, 0
+def item_runs(text: str) -> list[tuple[int, int, list[tuple[int, int]]]]:
+    """Every run of list items of one kind (numbered, one bullet character, ``key:`` labels, or
+    table rows) at one indentation, in order: (start char, end char, each item's line span).
+    Blank lines and lines indented deeper (an item's continuation, its sub-items) do not break a
+    run; any other line does.  Linear: one pass over the items."""
+    runs: list[tuple[int, int, list[tuple[int, int]]]] = []
+    cur_kind, cur, cur_start, cur_end = None, [], 0, 0
     for m in _ITEM_RE.finditer(text):
         ind = m.group("ind").expandtabs(4)
         kind = (len(ind), "num" if m.group("num") else "row" if m.group("row") else m.group("bul") or "key")
         line_end = text.find("\n", m.start())
         line_end = len(text) if line_end < 0 else line_end
-        if cur_kind == kind and _only_deeper_between(text, cur_end, m.start(), len(ind)):
-            cur_n += 1
-        else:
-            cur_kind, cur_n, cur_start = kind, 1, m.start()
+        if not (cur_kind == kind and _only_deeper_between(text, cur_end, m.start(), len(ind))):
+            if cur:
+                runs.append((cur_start, cur_end, cur))
+            cur_kind, cur, cur_start = kind, [], m.start()
+        cur.append((m.start(), line_end))
         cur_end = line_end
-        if best is None or cur_n > best.items:
-            best = ItemRun(cur_n, cur_start, cur_end)
-        elif cur_n == best.items and best.start == cur_start:
-            best.end = cur_end
+    if cur:
+        runs.append((cur_start, cur_end, cur))
+    return runs
+
+
+def longest_item_run(text: str, runs=None) -> ItemRun | None:
+    """The longest run of ``item_runs`` (the first, when several are as long); ``runs``: theirs,
+    when already known."""
+    best = None
+    for a, b, spans in item_runs(text) if runs is None else runs:
+        if best is None or len(spans) > best.items:
+            best = ItemRun(len(spans), a, b)
     return best
 
 
 @dataclass
 class ItemRotation:
-    items: int      # items of one kind back to back (as ``longest_item_run`` counts them)
+    items: int      # items of one kind back to back (a run of ``item_runs``)
     distinct: int   # different ones among them (their text, numbers kept, the item marker aside)
     top: str        # the most said item
     top_count: int
@@ -258,30 +268,17 @@ _MARKER_RE = re.compile(r"^[ \t]*(?:\d{1,4}[.)]|[-*\u2022+])[ \t]+")
 _LETTERS_RE = re.compile(r"[^\W\d_]{2,}")
 
 
-def item_rotation(text: str, min_items: int) -> ItemRotation | None:
-    """The run of ≥ ``min_items`` list items or table rows (of one kind, back to back, as in
-    ``longest_item_run``) with the fewest different items for its length: the same few items said
+def item_rotation(text: str, min_items: int, runs=None) -> ItemRotation | None:
+    """The run of ≥ ``min_items`` list items or table rows (``item_runs``; ``runs``: theirs, when
+    already known) with the fewest different items for its length: the same few items said
     again and again (two book titles in turn for ``10 books``, ``| Green | Green |`` rows).  Items
     are compared by their text with the numbers kept (rows of data differ in their values) and
     the list marker dropped; runs whose items are mostly without words (rows of numbers) are
     not looked at.  None when no run is long enough.  Linear."""
     best = None
-    runs: list[tuple[int, int, list[tuple[int, int]]]] = []
-    cur_kind, cur, cur_start, cur_end = None, [], 0, 0
-    for m in _ITEM_RE.finditer(text):
-        ind = m.group("ind").expandtabs(4)
-        kind = (len(ind), "num" if m.group("num") else "row" if m.group("row") else m.group("bul") or "key")
-        line_end = text.find("\n", m.start())
-        line_end = len(text) if line_end < 0 else line_end
-        if not (cur_kind == kind and _only_deeper_between(text, cur_end, m.start(), len(ind))):
-            if len(cur) >= min_items:
-                runs.append((cur_start, cur_end, cur))
-            cur_kind, cur, cur_start = kind, [], m.start()
-        cur.append((m.start(), line_end))
-        cur_end = line_end
-    if len(cur) >= min_items:
-        runs.append((cur_start, cur_end, cur))
-    for a, b, spans in runs:
+    for a, b, spans in item_runs(text) if runs is None else runs:
+        if len(spans) < min_items:
+            continue
         items = [" ".join(_MARKER_RE.sub("", text[i:j]).lower().split()) for i, j in spans]
         if sum(1 for it in items if _LETTERS_RE.search(it)) < 0.8 * len(items):
             continue

@@ -79,8 +79,10 @@ def symbol_tail_run(text: str, max_chars: int = 4096) -> dict | None:
     return {"start": i, "symbols": sum(counts.values()), "kinds": len(counts), "top": top, "top_count": counts[top]}
 
 
-# a stretch of characters above U+2000 glued by spaces and separators: where a symbol run can be
-_HIGH_RUN_RE = re.compile(r"[^\x00-\u1fff](?:[ \t\r\n|*_\-~.,:;\u200d\ufe0f\ufffd]*[^\x00-\u1fff])*")
+# a stretch of the blocks ``_pictograph`` draws from, glued by spaces and separators: where a
+# symbol run can be (the regex skips all other text, CJK included, at C speed)
+_HIGH_RUN_RE = re.compile(r"[\u2600-\u27bf\U0001f300-\U0001faff]"
+                          r"(?:[ \t\r\n|*_\-~.,:;\u200d\ufe0f\ufffd]*[\u2600-\u27bf\U0001f300-\U0001faff])*")
 
 
 def _pictograph(c: str) -> bool:
@@ -102,8 +104,7 @@ def symbol_run(text: str, min_symbols: int) -> dict | None:
     box-drawing, block, geometric, coloured-square or star characters of a divider, a drawn board,
     a share grid or a rating) and what glues them, with ≥ ``min_symbols`` symbols: {"start", "end", "symbols",
     "kinds", "top", "top_count"}, or None.  A flood the model left (a hundred ``🌞`` and then more
-    text).  Linear: one regex pass, then
-    the characters of the long candidates (text above U+2000: emoji, and CJK, which it skips)."""
+    text).  Linear: one regex pass, then the characters of the long candidates."""
     best = None
     for m in _HIGH_RUN_RE.finditer(text):
         if m.end() - m.start() < min_symbols:

@@ -39,6 +39,8 @@ from typing import Iterator, Sequence
 
 import httpx
 
+from inference.testing import stop_process
+
 
 def _free_port() -> int:
     with socket.socket() as sock:
@@ -103,11 +105,5 @@ def llama_cpp_server(
             time.sleep(0.25)
         yield base_url
     finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_process(process, timeout=10)
         reader.join(timeout=2)

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from inference.testing import stop_process
 from triage.net import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,8 +79,7 @@ def test_make_run_startup_path_serves_the_list_after_login(tmp_path):
             plotly = web.get("/static/plotly/plotly.min.js")
             assert plotly.status_code == 200 and len(plotly.content) > 1_000_000
     finally:
-        server.terminate()
-        server.wait(timeout=20)
+        stop_process(server, timeout=20)
 
 
 def _round_trip_through_worker(env: dict, tmp_path: Path) -> str:
@@ -108,11 +108,7 @@ def _round_trip_through_worker(env: dict, tmp_path: Path) -> str:
                                         f"{log_path.read_text()[-3000:]}")
         return sender.stdout.strip().splitlines()[-1]
     finally:
-        worker.terminate()
-        try:
-            worker.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
+        stop_process(worker, timeout=20)
 
 
 def test_worker_consumes_the_embedded_filesystem_broker(tmp_path):

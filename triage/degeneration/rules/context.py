@@ -63,6 +63,7 @@ class Context:
     model_ids: np.ndarray | None = None
     _n_req: list = field(default_factory=list)
     _blind: list = field(default_factory=list)
+    _item_runs: list = field(default_factory=list)
 
     @property
     def L(self) -> int:
@@ -77,6 +78,12 @@ class Context:
         if not self._n_req:
             self._n_req.append(C.count_requested(self.messages))
         return self._n_req[0]
+
+    def item_runs(self) -> list:
+        """``counting.item_runs(text)``, computed once (the list overrun and the rotation read it)."""
+        if not self._item_runs:
+            self._item_runs.append(C.item_runs(self.text))
+        return self._item_runs[0]
 
     def number_blind(self) -> np.ndarray:
         """The token ids with every number the same token (0x5EED), computed once (read only)."""

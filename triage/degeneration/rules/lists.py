@@ -60,7 +60,7 @@ def check_item_rotation(c: Context) -> None:
     text, T = c.text, c.T
     if c.loop_fired or c.n_newlines < T.rotation_min_items - 1:
         return
-    rot = C.item_rotation(text, T.rotation_min_items)
+    rot = C.item_rotation(text, T.rotation_min_items, c.item_runs())
     if rot is None:
         return
     c.mt["item_rotation"] = rot.to_dict()
@@ -85,7 +85,7 @@ def check_list_overrun(c: Context) -> None:
         implied = n_req is not None
     if c.loop_fired or "\n" not in text or n_req is None:
         return
-    run = C.longest_item_run(text)
+    run = C.longest_item_run(text, c.item_runs())
     if run is None:
         return
     c.mt["item_run"] = {**run.to_dict(), "requested_count": n_req, "count_implied": implied}

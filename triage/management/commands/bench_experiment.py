@@ -65,11 +65,9 @@ def _worker(env: dict):
     try:
         yield process
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        from inference.testing import stop_process
+
+        stop_process(process, timeout=30)
 
 
 class Command(BaseCommand):
