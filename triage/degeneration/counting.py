@@ -71,14 +71,40 @@ COUNTER_STEP_SHARE = 0.7
 sometimes skips (``14, 16, 17, 18, 21``); squares, prices and the days of the months do not."""
 
 
+# "from 0 to 100 in steps of 10" (11), "the odd numbers from 1 to 35" (18), "the multiples of 5 from 5
+# to 100" (20), "count down from 30 to 1" (30), "the powers of 2 from 2^0 to 2^16" (17): a range asks
+# for as many items as it holds
+_RANGE_RE = re.compile(
+    r"(?:\b(?P<parity>odd|even)\b[^.\n]{0,40}?|\bmultiples of (?P<mult>\d{1,5})\b[^.\n]{0,20}?)?"
+    r"\bfrom\s+(?:\d{1,3}\^)?(?P<lo>\d{1,6})\s+(?:to|through|until|till|thru)\s+(?:\d{1,3}\^)?(?P<hi>\d{1,6})\b"
+    r"(?![\^.,]\d|\^)"
+    r"(?:[^.\n]{0,20}?\b(?:in steps of|by|every)\s+(?P<step>\d{1,5})\b)?", re.I)
+
+
+def _range_counts(text: str) -> tuple[str, list[int]]:
+    """The ranges of ``text`` (``_RANGE_RE``) and how many items each holds; the text with them
+    blanked out (their ``to 100`` is not a count of its own)."""
+    counts = []
+    for m in _RANGE_RE.finditer(text):
+        lo, hi = int(m.group("lo")), int(m.group("hi"))
+        step = int(m.group("step") or m.group("mult") or 1) or 1
+        n = abs(hi - lo) // step + 1
+        if m.group("parity") and not m.group("step"):
+            n = (n + 1) // 2
+        counts.append(n)
+    return (_RANGE_RE.sub(lambda m: " " * len(m.group()), text) if counts else text), counts
+
+
 def count_requested(messages) -> int | None:
     """The largest count the last user message asks for ("15 countries", "ten tips", "1 to 20",
-    "top 5"), or None.  Only a number next to a plural noun or after to/up to/top/first counts:
-    "the multiplication table of 7" asks for no count (``count_implied`` knows its size)."""
+    "top 5", "the odd numbers from 1 to 35": 18), or None.  Only a number next to a plural noun,
+    after to/up to/top/first, or a range counts: "the multiplication table of 7" asks for no count
+    (``count_implied`` knows its size)."""
     text = _last_user_text(messages)
     if text is None:
         return None
-    best = None
+    text, ranges = _range_counts(text)
+    best = max(ranges) if ranges else None
     for m in _COUNT_RE.finditer(text):
         w = (m.group("a") or m.group("b")).lower()
         n = int(w) if w.isdigit() else NUMBER_WORDS.get(w)
@@ -258,26 +284,30 @@ class ItemRotation:
     top_count: int
     start: int
     end: int
+    strict: int = 0  # the longest stretch of items each the same as the one two or three before it
 
     def to_dict(self) -> dict:
         return {"items": self.items, "distinct": self.distinct, "top_item": self.top[:80],
-                "top_count": self.top_count, "start_char": self.start, "end_char": self.end}
+                "top_count": self.top_count, "start_char": self.start, "end_char": self.end,
+                "strict_rotation": self.strict}
 
 
 _MARKER_RE = re.compile(r"^[ \t]*(?:\d{1,4}[.)]|[-*\u2022+])[ \t]+")
 _LETTERS_RE = re.compile(r"[^\W\d_]{2,}")
 
 
-def item_rotation(text: str, min_items: int, runs=None) -> ItemRotation | None:
+def item_rotation(text: str, min_items: int, runs=None, min_strict: int = 5) -> ItemRotation | None:
     """The run of ≥ ``min_items`` list items or table rows (``item_runs``; ``runs``: theirs, when
     already known) with the fewest different items for its length: the same few items said
     again and again (two book titles in turn for ``10 books``, ``| Green | Green |`` rows).  Items
     are compared by their text with the numbers kept (rows of data differ in their values) and
     the list marker dropped; runs whose items are mostly without words (rows of numbers) are
-    not looked at.  None when no run is long enough.  Linear."""
+    not looked at.  A shorter run (≥ ``min_strict`` + 2 items) whose items rotate strictly after
+    a few real ones (``strict``: each the same as the one two or three before it) is returned
+    when no long run is as repetitive.  None when no run is long enough.  Linear."""
     best = None
     for a, b, spans in item_runs(text) if runs is None else runs:
-        if len(spans) < min_items:
+        if len(spans) < min(min_items, min_strict + 2):
             continue
         items = [" ".join(_MARKER_RE.sub("", text[i:j]).lower().split()) for i, j in spans]
         if sum(1 for it in items if _LETTERS_RE.search(it)) < 0.8 * len(items):
@@ -286,8 +316,19 @@ def item_rotation(text: str, min_items: int, runs=None) -> ItemRotation | None:
         for it in items:
             counts[it] = counts.get(it, 0) + 1
         top = max(counts, key=counts.get)
-        rot = ItemRotation(len(items), len(counts), top, counts[top], a, b)
-        if best is None or rot.distinct / rot.items < best.distinct / best.items:
+        # (a strict rotation: the item two or three before it again, not the one just before —
+        # that is the same item again, ``repeated_items``)
+        strict = longest = 0
+        for k in range(2, len(items)):
+            same = items[k] != items[k - 1] and (items[k] == items[k - 2] or k >= 3 and items[k] == items[k - 3])
+            strict = strict + 1 if same else 0
+            longest = max(longest, strict)
+        rot = ItemRotation(len(items), len(counts), top, counts[top], a, b, longest)
+        if len(spans) < min_items and longest < min_strict:
+            continue
+        if (best is None or rot.strict >= min_strict > best.strict
+                or (rot.strict >= min_strict) == (best.strict >= min_strict)
+                and rot.distinct / rot.items < best.distinct / best.items):
             best = rot
     return best
 

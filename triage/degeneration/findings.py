@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-VERSION = "8"  # 8: three lines only in code, markup or tables; a flood before a symbol tail; emoji only, not
+VERSION = "9"  # 9: a line said again with one slot changing (outside verse), counters in words (the fifth
+#    step), a strict rotation of two or three items after real ones, ranges as requested counts (0 to 100
+#    in steps of 10)
+# 8: three lines only in code, markup or tables; a flood before a symbol tail; emoji only, not
 #    grids or stars; answers and statuses are not short repeated items
 # 7: counters inside names (room7), a word max_tokens cut after a counted copy, rotation at 30 %
 # 6: three lines over 15 %, a third copy begun at the cut, short items repeated, items in rotation,

@@ -41,6 +41,22 @@ def requested_repetition(messages) -> tuple[int, str] | None:
     return None
 
 
+# What a request for verse names: its lines and stanzas come back by design (a refrain, a counting
+# rhyme's numbers, a cumulative rhyme's lines).
+_VERSE_RE = re.compile(
+    r"\b(?:songs?|poems?|poetry|rhym\w*|chants?|lyrics?|verses?|chorus\w*|refrains?|shant(?:y|ies)|lullab(?:y|ies)"
+    r"|cradle ?songs?|hymns?|ballads?|limericks?|haikus?|cheers?|anthems?|nursery|jingles?|raps?|sonnets?|odes?"
+    r"|stanzas?|carols?|pantoums?|villanelles?|tongue[- ]twisters?)\b", re.I)
+
+
+def verse_requested(messages) -> bool:
+    """The last user message asks for verse: a song, a poem, a rhyme, a chant, lyrics …"""
+    for msg in reversed(list(messages or ())):
+        if message_role(msg) == "user":
+            return _VERSE_RE.search(message_text(msg)) is not None
+    return False
+
+
 def norm_words(s: str) -> str:
     """The lower-cased words of ``s`` joined by single spaces (for comparing texts as words)."""
     return " ".join(_WORD_RE.findall(s.lower()))

@@ -259,6 +259,11 @@ class Thresholds:
     then: a list of ocean animals that names fish six times among fifteen still keeps a third of
     them different (labelled healthy), the other healthy lists and tables of the labelled sets
     keep ≥ 46 % (rows of numbers differ in their values)."""
+    rotation_min_echoes: int = 5
+    """…or, after items that differ, ≥ 5 items back to back each the same as the one two or three
+    before it (``Zorath`` / ``Zorath II`` / ``Zorath`` …, after a first title that was real): a
+    strict rotation of two or three items, which a list that names fish six times among other
+    animals never keeps up."""
     list_overrun_min_extra: int = 5
     list_overrun_factor: float = 3.0
     """A list of one kind of item (numbered, one bullet, ``key:`` labels) longer than 1.5 × and
@@ -309,6 +314,19 @@ class Thresholds:
     said six times, are the items asked for coming out the same."""
     near_strong_echoes: int = 16
     near_strong_coverage: float = 0.5
+    near_slot_min_copies: float = 4.0
+    near_slot_min_echoes: int = 4
+    near_slot_min_coverage: float = 0.3
+    near_slot_max_novel_share: float = 0.3
+    near_slot_max_period: int = 2
+    near_slot_min_segment_tokens: float = 8.0
+    """A sentence or line said again and again with one slot changing (``func f(prefix: String)``,
+    ``func f(prefix: [Double])``, …; ``The keeper's mother / brother / great-grandfather had been
+    killed``): each echo brings a new word, so the novelty bound above lets it go.  Outside verse
+    (a song, a poem, a chant: ``Old MacDonald``'s cow, duck, pig is the song) a rotation of one or
+    two sentences or lines of ≥ 8 tokens, ≥ 4 copies over ≥ 30 % of the response where at most
+    3 echoes in 10 bring a new word, is that loop.  Verses of three or more lines are a song's
+    stanzas, not a slot."""
 
     # ---- recursive nesting --------------------------------------------------------------------
     nest_tag_min: int = 10

@@ -172,6 +172,46 @@ def token_arrays(text: str) -> Tokens:
     return Tokens(starts, ends, hashes, is_number, is_word_tok, cp, ~no_digit, dig)
 
 
+# Number words, cardinal and ordinal ("Step Two", "the fifth step"), as their counters in words:
+# the near-verbatim rule reads them as numbers, not as the new word of an echo.
+_ONES = ("one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+         "seventeen eighteen nineteen").split()
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_ORDINALS = ("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
+             "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth thirtieth fortieth "
+             "fiftieth sixtieth seventieth eightieth ninetieth hundredth").split()
+NUMBER_WORDS = tuple(_ONES + _TENS + _ORDINALS + ["hundred", "thousand"])
+
+
+def _word_hashes(words) -> np.ndarray:
+    forms = [f for w in words for f in (w, w.capitalize(), w.upper())]
+    return np.unique(token_arrays(" ".join(forms)).hashes)
+
+
+def number_words(toks: "Tokens") -> np.ndarray:
+    """Per token: a number word, cardinal or ordinal, in lower, title or upper case (``seven``,
+    ``Fifth``, ``TWENTIETH``), or an ordinal in digits (``24th``, ``2nd``)."""
+    global _NUMBER_WORD_HASHES
+    if _NUMBER_WORD_HASHES is None:
+        _NUMBER_WORD_HASHES = _word_hashes(NUMBER_WORDS)
+    out = np.isin(toks.hashes, _NUMBER_WORD_HASHES)
+    if toks.has_digit is not None and toks.cp is not None:
+        # (an ordinal in digits: digits, then st / nd / rd / th)
+        mixed = (toks.has_digit & ~toks.is_number).nonzero()[0]
+        if mixed.size:
+            e = toks.ends[mixed]
+            tail = (toks.cp[e - 2].astype(np.uint32) << 8) | toks.cp[e - 1]
+            ok = np.isin(tail, _ORDINAL_SUFFIXES) & ((e - toks.starts[mixed]) >= 3)
+            if toks.digit is not None:
+                ok &= toks.digit[e - 3] & toks.digit[toks.starts[mixed]]
+            out[mixed[ok]] = True
+    return out
+
+
+_NUMBER_WORD_HASHES: np.ndarray | None = None
+_ORDINAL_SUFFIXES = np.array([(ord(a) << 8) | ord(b) for a, b in ("st", "nd", "rd", "th")], dtype=np.uint32)
+
+
 _DIGIT_BLIND_SALT = np.uint64(0x243F6A8885A308D3)
 
 

@@ -18,7 +18,7 @@ from ..markup import markup_balance
 from ..messages import norm_words, requested_repetition
 from ..repetition import Loop, ngram_stats, tail_loop_tolerant
 from ..thresholds import Thresholds
-from ..tokens import Tokens, token_texts
+from ..tokens import Tokens, number_words, token_texts
 
 
 _WORD_RE = re.compile(r"[^\W\d_]{2,}")  # a word of letters (≥ 2)
@@ -63,6 +63,7 @@ class Context:
     model_ids: np.ndarray | None = None
     _n_req: list = field(default_factory=list)
     _blind: list = field(default_factory=list)
+    _number_words: list = field(default_factory=list)
     _item_runs: list = field(default_factory=list)
 
     @property
@@ -85,11 +86,19 @@ class Context:
             self._item_runs.append(C.item_runs(self.text))
         return self._item_runs[0]
 
+    def number_words(self) -> np.ndarray:
+        """``tokens.number_words(toks)``: the counters in words, computed once (read only)."""
+        if not self._number_words:
+            self._number_words.append(number_words(self.toks))
+        return self._number_words[0]
+
     def number_blind(self) -> np.ndarray:
-        """The token ids with every number the same token (0x5EED), computed once (read only)."""
+        """The token ids with every number the same token (0x5EED), computed once (read only).
+        Counters in words (``fifth``, ``Twelve``) are numbers too."""
         if not self._blind:
             a = self.toks.hashes.copy()
             a[self.toks.is_number] = 0x5EED
+            a[self.number_words()] = 0x5EED
             self._blind.append(a)
         return self._blind[0]
 

@@ -58,13 +58,13 @@ def check_item_rotation(c: Context) -> None:
     """The same few list items or table rows again and again, not back to back (``counting.
     item_rotation``): two titles in turn for ``10 books``."""
     text, T = c.text, c.T
-    if c.loop_fired or c.n_newlines < T.rotation_min_items - 1:
+    if c.loop_fired or c.n_newlines < min(T.rotation_min_items, T.rotation_min_echoes + 2) - 1:
         return
-    rot = C.item_rotation(text, T.rotation_min_items, c.item_runs())
+    rot = C.item_rotation(text, T.rotation_min_items, c.item_runs(), T.rotation_min_echoes)
     if rot is None:
         return
     c.mt["item_rotation"] = rot.to_dict()
-    if rot.distinct > T.rotation_max_distinct_share * rot.items:
+    if rot.distinct > T.rotation_max_distinct_share * rot.items and rot.strict < T.rotation_min_echoes:
         return
     if c.requested(rot.top, rot.top_count):
         c.exempted.append("item_rotation")

@@ -10,6 +10,7 @@ import numpy as np
 from .. import near_verbatim as NV
 from .. import nesting as N
 from ..findings import pct, r4, short
+from ..messages import verse_requested
 from ..repetition import tail_phrase_count, tail_repeat
 from ..tokens import Tokens
 from .context import Context
@@ -32,10 +33,20 @@ def check_near_verbatim(c: Context) -> None:
     bounds = NV.segment_bounds(toks.cp, toks.starts[base:], toks.ends[base:], newlines=newlines,
                                first_cp=tok_cp[base:], apart=apart[base:], after_newlines=c.after_newlines)
     prose, vocab = _prose_and_vocab(toks, tok_cp, apart)
-    er = NV.echo_run(toks.hashes[base:], prose[base:], vocab[base:], toks.is_number[base:], bounds,
+    # a counter in words (``the fifth step``, ``Chapter Six``) is a number, not a new word
+    numbers, blind = toks.is_number, c.number_blind()
+    in_words = c.number_words()
+    verse = verse_requested(c.messages)
+    if in_words.any():
+        if verse:  # (a counting rhyme's numbers are its words)
+            blind = np.where(toks.is_number, np.uint64(0x5EED), toks.hashes)
+        else:
+            vocab &= ~in_words
+            numbers = numbers | in_words
+    er = NV.echo_run(toks.hashes[base:], prose[base:], vocab[base:], numbers[base:], bounds,
                      window=T.near_window, threshold=T.near_similarity, min_segments=3,
                      min_repeats=0 if runaway else 1, near_repeat=T.near_repeat_similarity,
-                     blind=c.number_blind()[base:], stops=_STOP_CP[np.minimum(tok_cp[base:], 127)])
+                     blind=blind[base:], stops=_STOP_CP[np.minimum(tok_cp[base:], 127)])
     if er is None:
         return
     info = er.to_dict(toks.starts[base:], toks.ends[base:])
@@ -55,15 +66,20 @@ def check_near_verbatim(c: Context) -> None:
     cut_rotation = (runaway and at_end and er.echoes >= T.near_cut_min_echoes and er.copies >= 2
                     and er.repeat_share >= T.near_cut_min_repeat_share and er.novel_share == 0)
     enough = enough or cut_rotation
+    # one or two sentences or lines with a slot changing, outside verse and a list of the count asked for
+    n_req = c.n_requested()
+    slot = (not verse and er.period <= T.near_slot_max_period and er.copies >= T.near_slot_min_copies
+            and er.echoes >= T.near_slot_min_echoes and cov >= T.near_slot_min_coverage
+            and er.mean_tokens >= T.near_slot_min_segment_tokens and er.novel_share <= T.near_slot_max_novel_share
+            and not (n_req is not None and er.copies <= n_req + 1))
     strong = (er.echoes >= T.near_strong_echoes and cov >= T.near_strong_coverage
               and er.copies >= T.near_min_copies)
     dry = er.novel_share <= (T.near_runaway_max_novel_share if runaway else T.near_max_novel_share)
     same = (er.repeat_share >= T.near_min_repeat_share
             or (runaway and at_end and er.novel_share <= T.near_max_novel_share))
-    if c.loop_fired or not (enough or strong) or not dry or not same:
+    if c.loop_fired or not (slot or (enough or strong) and dry and same):
         return
     a, b = info["start_char"], info["end_char"]
-    n_req = c.n_requested()
     # (N rounds asked for: at most N + 1 copies that the model finished are the answer;
     # a rotation still running when max_tokens cut it is not known to stop at N.  A round is a
     # block of lines, a verse or a joke: items that echo one another one or two at a time are

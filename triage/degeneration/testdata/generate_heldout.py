@@ -381,6 +381,55 @@ PROMPTS_7 = [
     "Describe the sound of a thunderstorm in one sentence.",
 ]
 
+# An eighth, fresh set (``--set 8``): the held-out test of round 8, written before its outputs were
+# seen (round 8 tunes on sets 1–7); none is a prompt of an earlier set.
+PROMPTS_8 = [
+    "Write a Python function that checks whether a number is prime.",
+    "Write a JavaScript class for a shopping cart with add, remove and total.",
+    "Write a Lua function that shuffles a table.",
+    "Write a Haskell function that computes the Fibonacci numbers.",
+    "Write a systemd unit file for a Python web service.",
+    "Write a SQL query that lists the employees hired in the last 30 days.",
+    "Write an HTML page for a flower shop with a list of bouquets and prices.",
+    "Write an HTML table of the chess pieces and how each one moves.",
+    "Write a nested HTML list of a zoo's areas and the animals in each.",
+    "Write an HTML form to register for a marathon.",
+    "List 16 birds and where they live.",
+    "Give me a numbered list of 9 ways to stay focused while studying.",
+    "List the Olympic sports of the summer games.",
+    "Write the multiples of 3 from 3 to 60.",
+    "List 5 reasons to learn to cook.",
+    "Give me the steps to repot a houseplant.",
+    "Write a numbered recipe for chocolate chip cookies.",
+    "Make a markdown table of the multiplication table of 12.",
+    "Make a markdown table of 7 famous painters with their country and century.",
+    "Write a JSON array of 8 books with isbn, title and pages.",
+    "Create a CSV of 10 flights with number, origin, destination and time.",
+    "Write an INI configuration file for a game with graphics and sound sections.",
+    "Write a JSON document describing a course with modules and lessons.",
+    "Make a table of the kilometres from 1 to 20 with their value in miles.",
+    "Write a story about a beekeeper who loses her queen bee.",
+    "Tell me a story about a snail who travels around the world.",
+    "Write a story about an elevator that goes to a floor that does not exist.",
+    "Write a horror story set in an abandoned hospital.",
+    "Write a poem about a summer night.",
+    "Write a cradle song with the same line at the end of every verse.",
+    "Write a poem about a clock that repeats 'tick, tock'.",
+    "Write a work song for sailors with a call and response.",
+    "Explain how a microwave oven heats food.",
+    "Explain how the moon causes tides.",
+    "What is the difference between a crocodile and an alligator?",
+    "Explain how a stock market works.",
+    "Explain what a binary search tree is with an example.",
+    "Why do we yawn?",
+    "Write a dialogue between a mechanic and a driver whose car makes a noise.",
+    "Write an interview with a beekeeper.",
+    "Give me 8 names for a bookshop.",
+    "Say 'good luck' in nine languages.",
+    "Write a checklist for the first day at a new job.",
+    "Describe the taste of a lemon in one sentence.",
+]
+
 # (temperature, mode, max_tokens) — every prompt runs under each.
 SETTINGS = [
     (0.0, "normal", 300),
@@ -400,7 +449,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).with_name("heldout_raw.jsonl")))
     ap.add_argument("--limit", type=int, default=0, help="only the first N jobs (a quick look)")
     ap.add_argument("--batch", type=int, default=48)
-    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4, 5, 6, 7),
+    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4, 5, 6, 7, 8),
                     help="the prompt set (N: PROMPTS_N; each set has its own seeds)")
     args = ap.parse_args(argv)
 
@@ -427,7 +476,8 @@ def main(argv=None) -> int:
 
     jobs = []
     prompts, prefix, salt = {1: (PROMPTS, "p", 0), 2: (PROMPTS_2, "q", 104729), 3: (PROMPTS_3, "r", 209459),
-                              4: (PROMPTS_4, "s", 314159), 5: (PROMPTS_5, "u", 419429), 6: (PROMPTS_6, "v", 524287), 7: (PROMPTS_7, "w", 629137)}[args.set]
+                              4: (PROMPTS_4, "s", 314159), 5: (PROMPTS_5, "u", 419429), 6: (PROMPTS_6, "v", 524287), 7: (PROMPTS_7, "w", 629137),
+                              8: (PROMPTS_8, "x", 733591)}[args.set]
     for si, (temp, mode, max_tokens) in enumerate(SETTINGS):
         for pi, prompt in enumerate(prompts):
             jid = f"{prefix}{pi:02d}-t{temp:g}-{mode}"

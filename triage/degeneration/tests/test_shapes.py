@@ -629,3 +629,83 @@ def test_answers_and_statuses_repeat_legitimately():
     todo = "1. Book the van: Done\n2. Done\n3. Done\n4. Done\n5. Done\n6. Change the address: pending\n"
     for text in (quiz, todo):
         assert not analyze(text, finish_reason="stop", messages=_ask("Answer the five questions.")).degenerate, text
+
+
+# ---- round 8: the shapes sets 1-7 still missed (written here from their definitions) ----------
+
+def test_a_line_said_again_with_one_slot_changing():
+    """One code line or sentence said again and again, only a type or a name changing each time:
+    every copy brings a new word, yet nothing else changes.  Outside verse it is a loop."""
+    ask = _ask("Write a Swift struct for a temperature that converts between Celsius and Fahrenheit.")
+    types = ["String", "[String]", "Double", "[Double]", "Float", "[Float]", "Int"]
+    body = "".join(f"    func convertWithUnit(unit: {t}) -> Temperature? {{\n        return Temperature(unit: unit)\n"
+                   "    }\n\n" for t in types)
+    text = "```swift\nstruct Temperature {\n    var celsius: Double\n" + body + "}\n```\n"
+    a = analyze(text, finish_reason="stop", messages=ask)
+    assert a.degenerate and a.reasons[0].code == "near_verbatim_loop", [r.message for r in a.reasons]
+    # the same lines as a song's verses, asked for: the song
+    song = "".join(f"Oh the {t} goes round and round, all the way to town today\n" for t in
+                   ["wheel", "wiper", "horn", "door", "bell", "light", "seat"])
+    assert not analyze(song, finish_reason="stop", messages=_ask("Write a song for toddlers about a bus.")).degenerate
+
+
+def test_parallel_items_with_a_new_word_each_are_not_a_slot_loop():
+    """A list whose items share a template but each say something of their own is an answer."""
+    ask = _ask("Explain what each HTTP method does.")
+    methods = [("GET", "reads a resource without changing it"), ("POST", "creates a new resource on the server"),
+               ("PUT", "replaces a resource with the body it sends"), ("PATCH", "changes part of a resource"),
+               ("DELETE", "removes a resource for good"), ("HEAD", "asks only for the headers of a response")]
+    text = "".join(f"- The {m} method {what}.\n" for m, what in methods)
+    assert not analyze(text, finish_reason="stop", messages=ask).degenerate
+
+
+def test_a_counter_in_words_is_a_counter():
+    """``Step 7: This is the seventh step.`` — the counter is written out as an ordinal."""
+    ords = ["second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
+            "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth"]
+    text = ("To make guacamole:\n\nStep 1: Mash two ripe avocados in a bowl.\n"
+            + "".join(f"Step {i}: This is the {o} step.\n" for i, o in enumerate(ords, 2)) + "Step 19: This is")
+    a = analyze(text, finish_reason="length", messages=_ask("Give me the steps to make guacamole."))
+    assert a.degenerate, [r.message for r in a.reasons]
+    # a counting rhyme asked for counts in words by design
+    rhyme = "".join(f"{n.capitalize()} little ducks went out one day, over the hill and far away.\n"
+                    for n in ["five", "four", "three", "two", "one"])
+    assert not analyze(rhyme, finish_reason="stop", messages=_ask("Write a counting rhyme about ducks.")).degenerate
+
+
+def test_two_items_in_strict_rotation_after_a_real_one():
+    """Eight games asked for: a real first title, then two titles in turn for the other seven."""
+    ask = _ask("Give me a numbered list of 8 board games for a family evening.")
+    titles = ["Catan"] + ["Ticket to Ride: Europe", "Ticket to Ride: Europe II"] * 3 + ["Ticket to Ride: Europe"]
+    text = "".join(f"{i}. **{t}**\n" for i, t in enumerate(titles, 1)) + "\nAll of them are fun for the family."
+    a = analyze(text, finish_reason="stop", messages=ask)
+    assert a.degenerate and a.reasons[0].code == "near_verbatim_loop", [r.message for r in a.reasons]
+    # eight different games, one of them named again at the end, is a list
+    games = ["Catan", "Ticket to Ride", "Carcassonne", "Dixit", "Azul", "Codenames", "Pandemic", "Catan Junior"]
+    ok = "".join(f"{i}. **{t}**\n" for i, t in enumerate(games, 1))
+    assert not analyze(ok, finish_reason="stop", messages=ask).degenerate
+
+
+@pytest.mark.parametrize("request_, n", [
+    ("Make a table of the Fahrenheit temperatures from 0 to 100 in steps of 10 with Celsius.", 11),
+    ("Write the odd numbers from 1 to 35.", 18),
+    ("Write the even numbers from 2 to 40.", 20),
+    ("Write the multiples of 5 from 5 to 100.", 20),
+    ("Count down from 30 to 1 in words.", 30),
+    ("Make a markdown table of the powers of 2 from 2^0 to 2^16.", 17),
+    ("List 15 countries in Europe and their capitals.", 15),
+    ("Convert the lengths from 1.5 to 2.5 metres into feet.", None),
+])
+def test_a_range_asks_for_as_many_items_as_it_holds(request_, n):
+    from triage.degeneration.counting import count_requested
+    assert count_requested(_ask(request_)) == n
+
+
+def test_a_bare_counter_far_past_the_range_asked_for():
+    """Eleven temperatures asked for (0 to 100 in steps of 10); twenty lines of a bare counter."""
+    ask = _ask("Make a table of the Fahrenheit temperatures from 0 to 100 in steps of 10 with Celsius.")
+    text = "".join(f"{i}. {i}\n" for i in range(1, 21))
+    a = analyze(text, finish_reason="stop", messages=ask)
+    assert a.degenerate and a.reasons[0].code == "counting_loop", [r.message for r in a.reasons]
+    ok = "| °F | °C |\n|---|---|\n" + "".join(f"| {f} | {round((f - 32) * 5 / 9, 1)} |\n" for f in range(0, 101, 10))
+    assert not analyze(ok, finish_reason="stop", messages=ask).degenerate
