@@ -119,3 +119,12 @@ def test_bad_arguments_say_how_to_fix_them(capsys):
         call_command("reanalyze", "--batch", "0")
     call_command("reanalyze", "--source", "nobody", "--all")
     assert "no transcripts of source 'nobody'" in capsys.readouterr().out
+
+
+def test_bootstrap_says_when_transcripts_need_reanalysis(capsys):
+    t = _ingest("stale", "A healthy answer.")
+    call_command("bootstrap", "--no-demo-data")
+    assert "older detector version" not in capsys.readouterr().out
+    _as_if_older(t, degenerate=False)
+    call_command("bootstrap", "--no-demo-data")
+    assert "1 transcripts were judged by an older detector version" in capsys.readouterr().out

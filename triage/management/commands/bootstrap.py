@@ -7,7 +7,9 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from kernels.settings import PROFILES
+from triage.degeneration import VERSION
 from triage.models import Backend, KernelProfile
+from triage.services.reanalyze import transcripts_to_reanalyze
 from triage.services.keys import demo_user_ensure
 
 
@@ -34,6 +36,10 @@ class Command(BaseCommand):
         if not no_demo_data:
             call_command("load_demo", verbosity=options.get("verbosity", 1))
         password = demo_user_ensure()
+        stale = transcripts_to_reanalyze().count()
+        if stale:
+            self.stdout.write(f"{stale} transcripts were judged by an older detector version than {VERSION}: "
+                              f"re-analyse them with: .venv/bin/python manage.py reanalyze")
         bar = "=" * 64
         if password:
             self.stdout.write(
