@@ -76,23 +76,33 @@ sometimes skips (``14, 16, 17, 18, 21``); squares, prices and the days of the mo
 # for as many items as it holds
 _RANGE_RE = re.compile(
     r"(?:\b(?P<parity>odd|even)\b[^.\n]{0,40}?|\bmultiples of (?P<mult>\d{1,5})\b[^.\n]{0,20}?)?"
-    r"\bfrom\s+(?:\d{1,3}\^)?(?P<lo>\d{1,6})\s+(?:to|through|until|till|thru)\s+(?:\d{1,3}\^)?(?P<hi>\d{1,6})\b"
+    r"\bfrom\s+(?:\d{1,3}\^)?(?P<lo>\d{1,6}(?:\.\d{1,4})?)\s+(?:to|through|until|till|thru)\s+(?:\d{1,3}\^)?"
+    r"(?P<hi>\d{1,6}(?:\.\d{1,4})?)\b"
     r"(?![\^.,]\d|\^)"
-    r"(?:[^.\n]{0,20}?\b(?:in steps of|by|every)\s+(?P<step>\d{1,5})\b)?", re.I)
+    r"(?:[^.\n]{0,20}?\b(?:in steps of|by|every)\s+(?P<step>\d{1,5}(?:\.\d{1,4})?)(?:'?s)?\b(?![.,]\d))?", re.I)
+_COUNTDOWN_RE = re.compile(r"\bcount(?:ing)?\s*down\b[^.\n]{0,20}$", re.I)
 
 
 def _range_counts(text: str) -> tuple[str, list[int]]:
-    """The ranges of ``text`` (``_RANGE_RE``) and how many items each holds; the text with them
-    blanked out (their ``to 100`` is not a count of its own)."""
-    counts = []
+    """The ranges of ``text`` (``_RANGE_RE``) that say how many numbers they hold — a step, odd or
+    even, multiples, powers, a count down — and how many each holds; the text with them blanked
+    out (their ``to 100`` is not a count of its own).  A bare ``from 1939 to 1945`` or ``from 3 to 5
+    years old`` is a span, not a list of its numbers: it keeps the plain reading (``to N``)."""
+    counts, spans = [], []
     for m in _RANGE_RE.finditer(text):
-        lo, hi = int(m.group("lo")), int(m.group("hi"))
-        step = int(m.group("step") or m.group("mult") or 1) or 1
-        n = abs(hi - lo) // step + 1
+        if not (m.group("step") or m.group("parity") or m.group("mult") or "^" in m.group()
+                or _COUNTDOWN_RE.search(text, max(0, m.start() - 40), m.start())):
+            continue
+        spans.append(m.span())
+        lo, hi = float(m.group("lo")), float(m.group("hi"))
+        step = float(m.group("step") or m.group("mult") or 1) or 1.0
+        n = int(abs(hi - lo) / step + 1e-9) + 1
         if m.group("parity") and not m.group("step"):
             n = (n + 1) // 2
         counts.append(n)
-    return (_RANGE_RE.sub(lambda m: " " * len(m.group()), text) if counts else text), counts
+    for a, b in spans:
+        text = text[:a] + " " * (b - a) + text[b:]
+    return text, counts
 
 
 def count_requested(messages) -> int | None:

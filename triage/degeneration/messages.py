@@ -57,6 +57,23 @@ def verse_requested(messages) -> bool:
     return False
 
 
+# A request whose answer is a sequence of near-identical lines: alternation (two medicines in turn),
+# a schedule or a rota, a conjugation, a trace of a loop.  The same line with one slot changing, or
+# two items in turn, is what it asks for.
+_SEQUENCE_RE = re.compile(
+    r"\b(?:alternat\w*|(?:take|taking|in) turns?|rotat\w*|cycl\w*|rotas?|shifts?|schedul\w*|timetables?"
+    r"|conjugat\w*|declin\w*|declension|trac(?:e|ing)|every \d+ (?:minutes?|hours?|days?|weeks?))\b", re.I)
+
+
+def sequence_requested(messages) -> bool:
+    """The last user message asks for a sequence of near-identical lines: alternation, a rotation,
+    a schedule or rota, a conjugation, a trace."""
+    for msg in reversed(list(messages or ())):
+        if message_role(msg) == "user":
+            return _SEQUENCE_RE.search(message_text(msg)) is not None
+    return False
+
+
 def norm_words(s: str) -> str:
     """The lower-cased words of ``s`` joined by single spaces (for comparing texts as words)."""
     return " ".join(_WORD_RE.findall(s.lower()))

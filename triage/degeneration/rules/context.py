@@ -15,7 +15,7 @@ from .. import counting as C
 from ..findings import Highlight, Reason, r4, short
 from ..lines import compression_ratio
 from ..markup import markup_balance
-from ..messages import norm_words, requested_repetition
+from ..messages import norm_words, requested_repetition, sequence_requested
 from ..repetition import Loop, ngram_stats, tail_loop_tolerant
 from ..thresholds import Thresholds
 from ..tokens import Tokens, number_words, token_texts
@@ -74,6 +74,12 @@ class Context:
     def n_newlines(self) -> int:
         return self.text.count("\n")
 
+    @cached_property
+    def sequence_asked(self) -> bool:
+        """``sequence_requested(messages)``: the request asks for alternation, a schedule or rota, a
+        conjugation or a trace, whose answer is a sequence of near-identical lines."""
+        return sequence_requested(self.messages)
+
     def n_requested(self) -> int | None:
         """``count_requested(messages)``, computed once."""
         if not self._n_req:
@@ -93,12 +99,10 @@ class Context:
         return self._number_words[0]
 
     def number_blind(self) -> np.ndarray:
-        """The token ids with every number the same token (0x5EED), computed once (read only).
-        Counters in words (``fifth``, ``Twelve``) are numbers too."""
+        """The token ids with every number the same token (0x5EED), computed once (read only)."""
         if not self._blind:
             a = self.toks.hashes.copy()
             a[self.toks.is_number] = 0x5EED
-            a[self.number_words()] = 0x5EED
             self._blind.append(a)
         return self._blind[0]
 

@@ -19,7 +19,9 @@ def check_counting_loop(c: Context) -> None:
                          c.number_blind())
     if cl is not None:
         c.mt["counting_loop"] = cl["info"]
-        if cl["fire"]:
+        if cl["fire"] and c.sequence_asked and not c.runaway:  # (a schedule or a trace, finished)
+            c.exempted.append("counting_loop")
+        elif cl["fire"]:
             c.fire("counting_loop", cl["message"], T.sev_counting_loop, cl["span"], (*cl["span"], "loop", cl["label"]))
             c.loop_fired = True
 
@@ -47,7 +49,9 @@ def check_repeated_items(c: Context) -> None:
     else:  # (a name or two said again; answers and statuses repeat legitimately: True, Done, Yes)
         said = {w.lower() for w in _WORD_RE.findall(text[a:b])}
         enough = items >= T.repeated_items_short_min and not said <= _ANSWER_WORDS
-    if enough and not c.requested(text[a:b], items):
+    if enough and c.sequence_asked and not c.runaway:
+        c.exempted.append("counting_loop")
+    elif enough and not c.requested(text[a:b], items):
         c.fire("counting_loop", f"counting loop: the same list item {items} times back to back, only its number "
                f"changing, from char {a} — “{short(text[a:b], 60)}”", T.sev_counting_loop, (a, b),
                (a, b, "loop", f"{items}× the same item"))
@@ -64,8 +68,17 @@ def check_item_rotation(c: Context) -> None:
     if rot is None:
         return
     c.mt["item_rotation"] = rot.to_dict()
-    if rot.distinct > T.rotation_max_distinct_share * rot.items and rot.strict < T.rotation_min_echoes:
+    if c.sequence_asked:  # (two medicines in turn, a rota: what was asked)
+        c.exempted.append("item_rotation")
         return
+    if rot.items < T.rotation_min_items or rot.distinct > T.rotation_max_distinct_share * rot.items:
+        # a short strict rotation: only where fewer different things came than were asked for,
+        # or still rotating when max_tokens cut it
+        n_req = c.n_requested()
+        if not (rot.strict >= T.rotation_min_echoes
+                and ((n_req is not None and rot.distinct < n_req)
+                     or (c.runaway and not text[rot.end:].strip()))):
+            return
     if c.requested(rot.top, rot.top_count):
         c.exempted.append("item_rotation")
         return

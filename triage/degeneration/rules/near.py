@@ -33,20 +33,11 @@ def check_near_verbatim(c: Context) -> None:
     bounds = NV.segment_bounds(toks.cp, toks.starts[base:], toks.ends[base:], newlines=newlines,
                                first_cp=tok_cp[base:], apart=apart[base:], after_newlines=c.after_newlines)
     prose, vocab = _prose_and_vocab(toks, tok_cp, apart)
-    # a counter in words (``the fifth step``, ``Chapter Six``) is a number, not a new word
-    numbers, blind = toks.is_number, c.number_blind()
-    in_words = c.number_words()
     verse = verse_requested(c.messages)
-    if in_words.any():
-        if verse:  # (a counting rhyme's numbers are its words)
-            blind = np.where(toks.is_number, np.uint64(0x5EED), toks.hashes)
-        else:
-            vocab &= ~in_words
-            numbers = numbers | in_words
-    er = NV.echo_run(toks.hashes[base:], prose[base:], vocab[base:], numbers[base:], bounds,
+    er = NV.echo_run(toks.hashes[base:], prose[base:], vocab[base:], toks.is_number[base:], bounds,
                      window=T.near_window, threshold=T.near_similarity, min_segments=3,
                      min_repeats=0 if runaway else 1, near_repeat=T.near_repeat_similarity,
-                     blind=blind[base:], stops=_STOP_CP[np.minimum(tok_cp[base:], 127)])
+                     blind=c.number_blind()[base:], stops=_STOP_CP[np.minimum(tok_cp[base:], 127)])
     if er is None:
         return
     info = er.to_dict(toks.starts[base:], toks.ends[base:])
@@ -66,9 +57,10 @@ def check_near_verbatim(c: Context) -> None:
     cut_rotation = (runaway and at_end and er.echoes >= T.near_cut_min_echoes and er.copies >= 2
                     and er.repeat_share >= T.near_cut_min_repeat_share and er.novel_share == 0)
     enough = enough or cut_rotation
-    # one or two sentences or lines with a slot changing, outside verse and a list of the count asked for
+    # one or two sentences or lines with a slot changing, outside verse, a list of the count asked
+    # for and a schedule or a paradigm asked for
     n_req = c.n_requested()
-    slot = (not verse and er.period <= T.near_slot_max_period and er.copies >= T.near_slot_min_copies
+    slot = (not verse and not c.sequence_asked and er.period <= T.near_slot_max_period and er.copies >= T.near_slot_min_copies
             and er.echoes >= T.near_slot_min_echoes and cov >= T.near_slot_min_coverage
             and er.mean_tokens >= T.near_slot_min_segment_tokens and er.novel_share <= T.near_slot_max_novel_share
             and not (n_req is not None and er.copies <= n_req + 1))
@@ -86,6 +78,8 @@ def check_near_verbatim(c: Context) -> None:
     # N items asked for that came out the same)
     asked_for = (n_req is not None and er.copies <= n_req + 1 and not (runaway and at_end)
                  and er.period >= T.near_round_min_segments)
+    # (a schedule, a rota, a trace asked for and finished: near-identical lines are the answer)
+    asked_for = asked_for or (c.sequence_asked and not runaway)
     if not c.requested(text[a:b], er.echoes) and not asked_for:
         c.fire("near_verbatim_loop",
                f"near-verbatim loop: {er.echoes} of {er.segments} sentences/lines from char {a} echo one "

@@ -61,12 +61,21 @@ def check_fuzzy_loop(c: Context) -> None:
         return
     W = min(L, 8192)
     numbers = toks.is_number[L - W:]
-    if W == L and not np.count_nonzero(numbers):
+    # counters in words too (``Step 9: This is the ninth step.``): every number word is the same
+    # token here, where the loop must run to max_tokens or be massive (parallel sentences that
+    # count ``the first coat``, ``the second coat`` in an answer are no loop)
+    in_words = c.number_words()[L - W:] if c.runaway else None
+    worded = in_words is not None and bool(in_words.any())
+    if W == L and not np.count_nonzero(numbers) and not worded:
         fz = c.loop  # (no number to equate: the same sequence as the tail loop's)
     else:
         window = c.number_blind()[L - W:]  # every number is the same token
+        if worded:
+            window = window.copy()
+            window[in_words] = 0x5EED
         fz = tail_loop_tolerant(window, c.last_may_be_cut)
-        c.fuzzy_tail = (L - W, fz)
+        if not worded:  # (the counting check reads this digits-only loop again)
+            c.fuzzy_tail = (L - W, fz)
     if fz is None:
         return
     covered = fz.covered

@@ -709,3 +709,66 @@ def test_a_bare_counter_far_past_the_range_asked_for():
     assert a.degenerate and a.reasons[0].code == "counting_loop", [r.message for r in a.reasons]
     ok = "| °F | °C |\n|---|---|\n" + "".join(f"| {f} | {round((f - 32) * 5 / 9, 1)} |\n" for f in range(0, 101, 10))
     assert not analyze(ok, finish_reason="stop", messages=ask).degenerate
+
+
+# ---- what a review of round 8's rules found on healthy text (written from the definitions) --
+
+@pytest.mark.parametrize("request_, text", [
+    ("How should I paint my fence?",
+     "".join(f"Apply the {o} coat with long strokes along the grain and let it dry for four hours.\n"
+             for o in ("first", "second", "third"))),
+    ("How do I do the stretch and folds for sourdough?",
+     "".join(f"For the {o} set, stretch each side of the dough up and fold it over the middle.\n"
+             for o in ("first", "second", "third", "fourth"))),
+    ("How do I take this antibiotic course?",
+     "".join(f"On day {d}, take one tablet in the morning and one tablet in the evening.\n"
+             for d in ("one", "two", "three", "four", "five", "six", "seven"))),
+    ("Compare the three candidates for the job.",
+     "".join(f"The {o} candidate has {y} years of experience in backend development and strong references.\n\n"
+             for o, y in (("first", "ten"), ("second", "five"), ("third", "three")))),
+])
+def test_parallel_sentences_that_count_in_words_are_not_loops(request_, text):
+    """Ordinals and number words lead parallel sentences in everyday answers: they are counters
+    only for a loop that runs to max_tokens."""
+    a = analyze(text, finish_reason="stop", messages=_ask(request_))
+    assert not a.degenerate, [r.message for r in a.reasons]
+
+
+@pytest.mark.parametrize("request_, items", [
+    ("What were the key events of the Second World War from 1939 to 1945?", 20),
+    ("Suggest activities for kids from 3 to 5 years old.", 12),
+    ("Recommend some great movies from 2000 to 2002.", 13),
+])
+def test_a_span_of_years_or_ages_is_not_a_count(request_, items):
+    words = ("apple river stone cloud lantern meadow harbor violin forest candle bridge garden mirror "
+             "falcon orchard compass thunder saddle velvet glacier").split()
+    text = "".join(f"- {words[i].capitalize()}: {' and '.join(words[(i + 3) % 20:(i + 3) % 20 + 2])} "
+                   f"with {words[(i * 7) % 20]}\n" for i in range(items))
+    a = analyze(text, finish_reason="stop", messages=_ask(request_))
+    assert not a.degenerate, [r.message for r in a.reasons]
+
+
+@pytest.mark.parametrize("request_, text", [
+    ("My doctor said to alternate ibuprofen and acetaminophen every 3 hours. What does that look like?",
+     "".join(f"{i}. {'Ibuprofen' if i % 2 else 'Acetaminophen'}\n" for i in range(1, 8))),
+    ("Make a rota for Team A and Team B for the next two months.",
+     "".join(f"Week {i}: Team {'AB'[i % 2]} covers the day shift and Team {'BA'[i % 2]} covers the night shift.\n"
+             for i in range(1, 9))),
+    ("Conjugate 'to be tired' in the past tense.",
+     "".join(f"{p} {v} tired after the long walk home from the station.\n" for p, v in (
+         ("I", "was"), ("You", "were"), ("He", "was"), ("She", "was"), ("It", "was"), ("We", "were"),
+         ("They", "were")))),
+])
+def test_a_sequence_that_was_asked_for_and_finished(request_, text):
+    """Alternation, a rota, a conjugation: near-identical lines are the answer (the model stopped)."""
+    a = analyze(text, finish_reason="stop", messages=_ask(request_))
+    assert not a.degenerate, [r.message for r in a.reasons]
+
+
+def test_a_rotation_with_real_items_around_it_is_a_plan():
+    """Two exercises in turn inside a circuit, with real items before and after: no count asked."""
+    ask = _ask("Plan a 20-minute home workout.")
+    items = ["Warm-up: march in place", "Stretch your hamstrings"] + ["Push-ups (1 min)", "Squats (1 min)"] * 3 + [
+        "Plank (1 min)", "Cool-down walk"]
+    text = "".join(f"{i}. {t}\n" for i, t in enumerate(items, 1))
+    assert not analyze(text, finish_reason="stop", messages=ask).degenerate
