@@ -323,10 +323,11 @@ class Thresholds:
     """A sentence or line said again and again with one slot changing (``func f(prefix: String)``,
     ``func f(prefix: [Double])``, …; ``The keeper's mother / brother / great-grandfather had been
     killed``): each echo brings a new word, so the novelty bound above lets it go.  Outside verse
-    (a song, a poem, a chant: ``Old MacDonald``'s cow, duck, pig is the song) a rotation of one or
-    two sentences or lines of ≥ 8 tokens, ≥ 4 copies over ≥ 30 % of the response where at most
-    3 echoes in 10 bring a new word, is that loop.  Verses of three or more lines are a song's
-    stanzas, not a slot."""
+    (a song, a poem, a chant: ``Old MacDonald``'s cow, duck, pig is the song), a sequence asked
+    for (alternate two medicines, a rota, a conjugation, a trace) and a list of the count asked
+    for, a rotation of one or two sentences or lines of ≥ 8 tokens, ≥ 4 copies over ≥ 30 % of the
+    response where at most 3 echoes in 10 bring a new word, is that loop.  Verses of three or more
+    lines are a song's stanzas, not a slot."""
 
     # ---- recursive nesting --------------------------------------------------------------------
     nest_tag_min: int = 10
