@@ -430,6 +430,55 @@ PROMPTS_8 = [
     "Describe the taste of a lemon in one sentence.",
 ]
 
+# A ninth, fresh set (``--set 9``): the held-out test of round 9, written before its outputs were
+# seen (round 9 tunes on sets 1–8); none is a prompt of an earlier set.
+PROMPTS_9 = [
+    "Write a Python function that flattens a nested list.",
+    "Write a PHP function that validates an email address.",
+    "Write a Scala case class for an invoice with a total method.",
+    "Write an Elixir function that sums a list of numbers.",
+    "Write a crontab entry and a script that cleans a temp folder every hour.",
+    "Write a SQL query that finds duplicate email addresses in a users table.",
+    "Write an HTML page for a dog grooming salon with services and prices.",
+    "Write an HTML table of the Olympic host cities since 1990.",
+    "Write a nested HTML list of a museum's wings and the rooms in each.",
+    "Write an HTML form to order a custom birthday cake.",
+    "List 14 vegetables and the season each grows in.",
+    "Give me a numbered list of 11 tips for a job interview.",
+    "List the parts of a flower with what each does.",
+    "Write the multiples of 4 from 4 to 80.",
+    "List 6 ways to keep a kitchen clean.",
+    "Give me the steps to jump-start a car.",
+    "Write a numbered recipe for lemonade.",
+    "Make a markdown table of the multiplication table of 11.",
+    "Make a markdown table of 9 rivers with their continent and length.",
+    "Write a JSON array of 6 students with id, name and grade.",
+    "Create a CSV of 10 orders with order id, customer, item and amount.",
+    "Write a .env file for a web app with database and mail settings.",
+    "Write a JSON document describing a shop with departments and products.",
+    "Make a table of the hours from 1 to 12 with their value in minutes.",
+    "Write a story about a mapmaker who draws a town that does not exist.",
+    "Tell me a story about a kite that wants to touch the clouds.",
+    "Write a story about a bus driver on the last night route.",
+    "Write a mystery story set in a lighthouse during a storm.",
+    "Write a poem about a harbor at dawn.",
+    "Write a goodnight song for a puppy with a repeated line.",
+    "Write a poem about a bell that repeats 'ding, dong'.",
+    "Write a rowing song with a chorus after each verse.",
+    "Explain how a bicycle stays upright.",
+    "Explain how a camera lens focuses light.",
+    "What is the difference between a frog and a toad?",
+    "Explain how a budget helps with saving money.",
+    "Explain what a queue data structure is with an example.",
+    "Why does bread go stale?",
+    "Write a dialogue between a tourist and a ticket seller at a train station.",
+    "Write an interview with a glassblower.",
+    "Give me 7 names for a bicycle shop.",
+    "Say 'see you tomorrow' in eight languages.",
+    "Write a checklist for hosting a dinner party.",
+    "Describe the feel of sand between your toes in one sentence.",
+]
+
 # (temperature, mode, max_tokens) — every prompt runs under each.
 SETTINGS = [
     (0.0, "normal", 300),
@@ -449,7 +498,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).with_name("heldout_raw.jsonl")))
     ap.add_argument("--limit", type=int, default=0, help="only the first N jobs (a quick look)")
     ap.add_argument("--batch", type=int, default=48)
-    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4, 5, 6, 7, 8),
+    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4, 5, 6, 7, 8, 9),
                     help="the prompt set (N: PROMPTS_N; each set has its own seeds)")
     args = ap.parse_args(argv)
 
@@ -477,7 +526,8 @@ def main(argv=None) -> int:
     jobs = []
     prompts, prefix, salt = {1: (PROMPTS, "p", 0), 2: (PROMPTS_2, "q", 104729), 3: (PROMPTS_3, "r", 209459),
                               4: (PROMPTS_4, "s", 314159), 5: (PROMPTS_5, "u", 419429), 6: (PROMPTS_6, "v", 524287), 7: (PROMPTS_7, "w", 629137),
-                              8: (PROMPTS_8, "x", 733591)}[args.set]
+                              8: (PROMPTS_8, "x", 733591),
+                              9: (PROMPTS_9, "y", 838609)}[args.set]
     for si, (temp, mode, max_tokens) in enumerate(SETTINGS):
         for pi, prompt in enumerate(prompts):
             jid = f"{prefix}{pi:02d}-t{temp:g}-{mode}"
