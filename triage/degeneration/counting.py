@@ -12,7 +12,11 @@ list is what the numbers do across the copies:
 A template whose numbers are only counters and constants says nothing new per item: a table with
 a data column is a table.  Whether it is a loop then depends on how many items there are against
 how many the request asked for (``count_requested``), and on whether the template says something
-in words (the same sentence numbered forty times is a loop at any count).
+in words (the same sentence numbered forty times is a loop at any count).  Two cases need no
+counter column: a list of bare numbers (``12, 17, 20, …``) far past the count asked for (or the
+size of the set the request names), still going at the cut or three times over; and records in a
+code block the same in every word but for their id (``{"id": 4, "title": "The Night Circus"}``
+five times or more), whose quoted words say nothing new from copy to copy.
 """
 
 from __future__ import annotations
@@ -396,10 +400,13 @@ same as the one before it or as the run's first."""
 
 
 def counting_loop(text: str, toks: Tokens, T: Thresholds, runaway: bool, n_requested, requested,
-                  fuzzy_tail=None, blind_runs: dict | None = None, blind: np.ndarray | None = None) -> dict | None:
+                  fuzzy_tail=None, blind_runs: dict | None = None, blind: np.ndarray | None = None,
+                  n_implied=None) -> dict | None:
     """The counting-loop finding (see above): the number-blind periodic stretch at the
     end (or before a short closing: ``]``, a fence), else the longest number-blind repeat run
-    anywhere; judged by its number columns, its words and the count the request asked for."""
+    anywhere; judged by its number columns, its words and the count the request asked for
+    (``n_requested()``; for a list of bare numbers, else the size of the set it names,
+    ``n_implied()``)."""
     L = len(toks)
     if blind is None:
         blind = toks.hashes.copy()
@@ -448,10 +455,20 @@ def counting_loop(text: str, toks: Tokens, T: Thresholds, runaway: bool, n_reque
             blind_runs[T.count_anywhere_min_copies] = run  # (the number-blind longest run, for the caller)
         if run is not None:
             cands.append((run.start, run.period, int(run.copies)))
+    # records of code or data the same but for their id, anywhere (``books[3] = {"isbn": 4, "title":
+    # "The Night Circus"}``, then the code goes on): ≥ 5 copies, judged below only inside code and
+    # only when the copies carry the same words in quotes
+    records = None
+    if ("```" in text or "~~~" in text) and _QUOTED_WORDS_RE.search(text) is not None and (
+            np.count_nonzero(toks.is_number) >= T.count_words_min_copies):
+        records = longest_run(ids, max_period=64, min_copies=T.count_words_min_copies)
+        if records is not None:
+            cands.append((records.start, records.period, int(records.copies)))
     best = None
-    n_req = n_requested()
+    n_asked = n_requested()
     spans = None
     for first, period, whole in cands:
+        n_req, implied = n_asked, False
         if whole < 3:
             continue
         # the longest counting suffix (halving): a few real items may come before the counter
@@ -466,9 +483,21 @@ def counting_loop(text: str, toks: Tokens, T: Thresholds, runaway: bool, n_reque
             whole = half
         # (the items of a copy: two alternating rows are two items each time)
         per = items_per_period(text, int(toks.starts[first0]), int(toks.ends[first0 + period - 1]))
+        unit0 = token_texts(text, toks, first0, first0 + period)
+        # (a list of bare numbers, ``12, 17, 20, …``: one number and its separator)
+        bare = period <= 2 and toks.is_number[first0:first0 + period].any() and not prose_words(unit0)
         past = (not cols.counting and n_req is not None and period >= 2
                 and whole0 * per > n_req * T.count_request_factor + T.count_request_slack
-                and prose_words(token_texts(text, toks, first0, first0 + period)) >= 1)  # (a template, not numbers)
+                and prose_words(unit0) >= 1)  # (a template, not numbers)
+        if bare and not cols.counting and not past:
+            # bare numbers far past the count asked for (or the size of the set named: the
+            # multiplication table of 12), still going when max_tokens cut them (a list that ends
+            # by itself may count something else than the request's count: 25 primes for "in 3 steps")
+            bound = n_req if n_req is not None else (n_implied() if n_implied is not None else None)
+            past = (bound is not None and whole0 > bound * T.count_request_factor + T.count_request_slack
+                    and runaway and first0 + whole0 * period >= L - 2)
+            if past and n_req is None:
+                n_req, implied = bound, True
         if past:
             # one template far past the count asked for, whatever its numbers do (48 numbers
             # when 20 were asked): the counter is not the point, the count is
@@ -479,6 +508,7 @@ def counting_loop(text: str, toks: Tokens, T: Thresholds, runaway: bool, n_reque
         a = int(toks.starts[first])
         b = int(toks.ends[first + whole * period - 1])
         unit_toks = token_texts(text, toks, first + (whole - 1) * period, first + whole * period)
+        unit = text[int(toks.starts[first + (whole - 1) * period]):b]
         words = prose_words(unit_toks)
         wordy = words >= T.count_words_min and words >= T.count_words_share * period
         if spans is None:
@@ -486,10 +516,23 @@ def counting_loop(text: str, toks: Tokens, T: Thresholds, runaway: bool, n_reque
         in_code = in_spans(a, spans)
         cov = whole * period / L
         far = n_req is not None and whole * per > n_req * T.count_request_factor + T.count_request_slack
+        # a record in code whose words are the same text in every copy (``{"isbn": 4, "title": "The
+        # Night Circus"}``): only its id counts; unrolled code has no such text
+        quoted = in_code and words >= T.count_words_min and _QUOTED_WORDS_RE.search(text, a, b) is not None
+        if quoted:
+            # …and only where the model stopped varying them: real records came before the copies
+            # (the same shape, other words), or the copies ran to max_tokens or far past the count
+            # (fixtures, logs, program output and unrolled code say one thing from the first copy)
+            ended = runaway and first0 + whole0 * period >= L - 2
+            far0 = n_req is not None and whole0 * per > n_req * T.count_request_factor + T.count_request_slack
+            quoted = ended or far0 or _varied_before(text, toks, first0, period)
+        if records is not None and first0 == records.start and not quoted:
+            continue  # (the record candidate is only for such records)
         if wordy:
             fire = (whole >= T.count_code_min_copies and runaway) if in_code else whole >= T.count_words_min_copies
         else:
             fire = False
+        fire = fire or (quoted and whole >= T.count_words_min_copies)
         # one number copied into every cell of a row of nothing else, the rows counting
         # (``| 10 | 10 | 10 |``, ``| 12 | 12 | 12 |``): a table of nothing.  (Unrolled code has
         # names around its copied index: ``out[3] = f(x[3])``.)
@@ -504,7 +547,6 @@ def counting_loop(text: str, toks: Tokens, T: Thresholds, runaway: bool, n_reque
         fire = fire or (far and (not in_code or runaway))
         if past and not far:
             fire = False
-        unit = text[int(toks.starts[first + (whole - 1) * period]):b]
         if fire and requested(unit, whole):
             fire = False
         info = {"period": period, "copies": whole, "items": whole * per, "covered_tokens": whole * period, "coverage": r4(cov),
@@ -513,7 +555,8 @@ def counting_loop(text: str, toks: Tokens, T: Thresholds, runaway: bool, n_reque
         asked = f"; the request asked for {n_req}" if n_req is not None else ""
         if past:
             msg = (f"counting loop: {whole * per} items of one template (period {period} tokens) from char {a}, "
-                   f"{pct(cov)} of the response, far past the {n_req} the request asked for — “{short(unit, 60)}”")
+                   f"{pct(cov)} of the response, far past the {n_req} the request asked for"
+                   + (" (the size of the set it names)" if implied else "") + f" — “{short(unit, 60)}”")
         else:
             msg = (f"counting loop: {whole * per} items of one template (period {period} tokens) from char {a}, "
                    f"{pct(cov)} of the response, in which only a counter changes ({cols.counters} counter, "
@@ -526,6 +569,31 @@ def counting_loop(text: str, toks: Tokens, T: Thresholds, runaway: bool, n_reque
             return got
         best = best or got
     return best
+
+
+# a quoted string of two words or more (a record's title, a name): the content of a record
+_QUOTED_WORDS_RE = re.compile(r"""(["'])[^"'\n\d]*?[^\W\d_]{2,}[ \t]+[^\W\d_]{2,}[^"'\n]*?\1""")
+_QUOTED_RE = re.compile(r"""(["'])[^"'\n]*\1""")
+
+
+def _masked(line: str) -> str:
+    """A line's shape: its quoted strings emptied, its digits equated, its spaces dropped."""
+    return re.sub(r"\d+", "0", _QUOTED_RE.sub('""', line)).replace(" ", "")
+
+
+def _varied_before(text: str, toks: Tokens, first: int, period: int) -> bool:
+    """Among the whole lines from one copy before ``first`` to the end of the second copy, lines of
+    one shape with quoted words say two different things (``"title": "Dune"`` before ``"title":
+    "The Night Circus"`` ×7): the records varied, then stopped varying."""
+    if first == 0:
+        return False
+    a = text.rfind("\n", 0, int(toks.starts[max(0, first - period)])) + 1
+    b = text.find("\n", int(toks.ends[min(first + 2 * period, len(toks)) - 1]))
+    forms: dict[str, set] = {}
+    for line in text[a:b if b >= 0 else len(text)].split("\n"):
+        if _QUOTED_RE.search(line):
+            forms.setdefault(_masked(line), set()).add(re.sub(r"\d+", "0", line).strip().rstrip(","))
+    return any(len(v) > 1 for v in forms.values())
 
 
 _PROBE_K = np.arange(2, 16)

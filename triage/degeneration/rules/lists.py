@@ -16,7 +16,7 @@ def check_counting_loop(c: Context) -> None:
     if c.loop_fired or c.L < 8 or np.count_nonzero(toks.has_digit if toks.has_digit is not None else toks.is_number) < 3:  # (class7 counts)
         return
     cl = C.counting_loop(c.text, toks, T, c.runaway, c.n_requested, c.requested, c.fuzzy_tail, c.blind_runs,
-                         c.number_blind())
+                         c.number_blind(), n_implied=lambda: C.count_implied(c.messages))
     if cl is not None:
         c.mt["counting_loop"] = cl["info"]
         if cl["fire"] and c.sequence_asked and not c.runaway:  # (a schedule or a trace, finished)

@@ -772,3 +772,63 @@ def test_a_rotation_with_real_items_around_it_is_a_plan():
         "Plank (1 min)", "Cool-down walk"]
     text = "".join(f"{i}. {t}\n" for i, t in enumerate(items, 1))
     assert not analyze(text, finish_reason="stop", messages=ask).degenerate
+
+
+# ---- round 9: the shapes set 8 missed (written here from their definitions) ------------------
+
+def test_a_list_of_bare_numbers_far_past_the_count_asked_for():
+    """Twenty multiples asked for; sixty numbers that do not step evenly, until max_tokens."""
+    ask = _ask("Write the multiples of 7 from 7 to 140.")
+    values, v = [], 7
+    for i in range(60):
+        v += 3 + (i * 5) % 7
+        values.append(v)
+    text = "The multiples of 7 are " + ", ".join(map(str, values)) + ","
+    a = analyze(text, finish_reason="length", messages=ask)
+    assert a.degenerate and a.reasons[0].code == "counting_loop", [r.message for r in a.reasons]
+    ok = "The multiples of 7 are " + ", ".join(str(7 * k) for k in range(1, 21)) + "."
+    assert not analyze(ok, finish_reason="stop", messages=ask).degenerate
+    # a long list of numbers the request did not bound is not judged by the count
+    free = "Here are some random numbers: " + ", ".join(map(str, values)) + "."
+    assert not analyze(free, finish_reason="stop", messages=_ask("Give me some random numbers.")).degenerate
+
+
+def test_records_the_same_but_for_their_id_inside_code():
+    """Eight books asked for: one real record, then the same title seven times, only the id rising."""
+    ask = _ask("Write a JSON array of 8 books with id, title and pages.")
+    recs = ['  {"id": 1, "title": "Dune", "pages": 412}'] + [
+        f'  {{"id": {i}, "title": "The Night Circus", "pages": 2}}' for i in range(2, 9)]
+    text = "```json\n[\n" + ",\n".join(recs) + "\n]\n```\nThis array lists the books you asked for."
+    a = analyze(text, finish_reason="stop", messages=ask)
+    assert a.degenerate and a.reasons[0].code == "counting_loop", [r.message for r in a.reasons]
+    # records whose values differ (a stock list whose status repeats) are data
+    stock = ['  {"id": %d, "status": "in stock", "price": %d, "qty": %d}' % (i, 10 + 7 * i % 13, 3 * i % 11)
+             for i in range(1, 9)]
+    data = "```json\n[\n" + ",\n".join(stock) + "\n]\n```\n"
+    assert not analyze(data, finish_reason="stop", messages=_ask("Write a JSON array of 8 products.")).degenerate
+
+
+@pytest.mark.parametrize("request_, text", [
+    ("Seed the seats table for row A with 10 seats, all available.",
+     "```sql\n" + "".join(f"INSERT INTO seats (id, row, number, status) VALUES ({i}, 'A', {i}, 'not reserved');\n"
+                          for i in range(1, 11)) + "```\n"),
+    ("What does this loop print? for i in range(6): print('The value of i is', i)",
+     "It prints:\n```\n" + "".join(f"The value of i is {i}\n" for i in range(6)) + "```\n"),
+    ("Show me the log of a job that retries five times.",
+     "```\n" + "".join(f'Attempt {i} failed: "Connection refused". Retrying in 5 seconds...\n'
+                       for i in range(1, 6)) + "```\n"),
+])
+def test_records_that_say_one_thing_from_the_first_are_fixtures_or_output(request_, text):
+    """Seed data, program output and logs say the same words from their first record: only
+    records that varied and then stopped varying (or ran to the cut, or far past the count) loop."""
+    a = analyze(text, finish_reason="stop", messages=_ask(request_))
+    assert not a.degenerate, [r.message for r in a.reasons]
+
+
+def test_a_bare_number_list_that_ends_by_itself_may_count_something_else():
+    """'in 3 steps' is not a count of the primes the answer lists; the list stopped by itself."""
+    primes = [p for p in range(2, 100) if all(p % d for d in range(2, p))]
+    text = ("1. Write the numbers from 2 to 99. 2. Cross out the multiples of each prime. 3. What is left: "
+            + ", ".join(map(str, primes)) + ".")
+    a = analyze(text, finish_reason="stop", messages=_ask("Explain in 3 steps how to find the primes below 100."))
+    assert not a.degenerate, [r.message for r in a.reasons]
