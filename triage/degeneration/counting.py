@@ -14,7 +14,7 @@ a data column is a table.  Whether it is a loop then depends on how many items t
 how many the request asked for (``count_requested``), and on whether the template says something
 in words (the same sentence numbered forty times is a loop at any count).  Two cases need no
 counter column: a list of bare numbers (``12, 17, 20, …``) far past the count asked for (or the
-size of the set the request names), still going at the cut or three times over; and records in a
+size of the set the request names), still going at the cut; and records in a
 code block the same in every word but for their id (``{"id": 4, "title": "The Night Circus"}``
 five times or more), whose quoted words say nothing new from copy to copy.
 """
@@ -28,7 +28,7 @@ import numpy as np
 
 from .findings import pct, r4, short
 from .markup import fence_spans, in_spans
-from .messages import NUMBER_WORDS, message_role, message_text
+from .messages import NUMBER_WORDS, last_user_text
 from .repetition import longest_run, match_len, tail_loop
 from .thresholds import Thresholds
 from .tokens import Tokens, digit_blind_hashes, token_texts
@@ -98,12 +98,18 @@ def _range_counts(text: str) -> tuple[str, list[int]]:
                 or _COUNTDOWN_RE.search(text, max(0, m.start() - 40), m.start())):
             continue
         spans.append(m.span())
-        lo, hi = float(m.group("lo")), float(m.group("hi"))
-        step = float(m.group("step") or m.group("mult") or 1) or 1.0
-        n = int(abs(hi - lo) / step + 1e-9) + 1
-        if m.group("parity") and not m.group("step"):
-            n = (n + 1) // 2
-        counts.append(n)
+        lo, hi = sorted((float(m.group("lo")), float(m.group("hi"))))
+        step = float(m.group("step") or 1) or 1.0
+        n = int((hi - lo) / step + 1e-9) + 1
+        if lo.is_integer() and hi.is_integer() and not m.group("step"):
+            lo_i, hi_i = int(lo), int(hi)
+            if m.group("mult") and int(m.group("mult")):  # the multiples of k in [lo, hi]
+                k = int(m.group("mult"))
+                n = hi_i // k - (lo_i + k - 1) // k + 1
+            elif m.group("parity"):  # the odd (even) numbers in [lo, hi]
+                odd = m.group("parity").lower() == "odd"
+                n = (hi_i + odd) // 2 - (lo_i - 1 + odd) // 2
+        counts.append(max(n, 1))
     for a, b in spans:
         text = text[:a] + " " * (b - a) + text[b:]
     return text, counts
@@ -114,7 +120,7 @@ def count_requested(messages) -> int | None:
     "top 5", "the odd numbers from 1 to 35": 18), or None.  Only a number next to a plural noun,
     after to/up to/top/first, or a range counts: "the multiplication table of 7" asks for no count
     (``count_implied`` knows its size)."""
-    text = _last_user_text(messages)
+    text = last_user_text(messages)
     if text is None:
         return None
     text, ranges = _range_counts(text)
@@ -146,16 +152,9 @@ def count_implied(messages) -> int | None:
     """The size of a well-known set the last user message names without a number (``the
     multiplication table of 6``: 12 rows, ``the planets``: 8), or None.  Looser than a count the
     user gave, so it is used only to tell a list that ran far past it."""
-    text = _last_user_text(messages)
+    text = last_user_text(messages)
     implied = [n for rx, n in _IMPLIED_COUNTS if text is not None and rx.search(text)]
     return max(implied) if implied else None
-
-
-def _last_user_text(messages) -> str | None:
-    for msg in reversed(list(messages or ())):
-        if message_role(msg) == "user":
-            return message_text(msg)
-    return None
 
 
 def columns(text: str, starts: np.ndarray, ends: np.ndarray, is_number: np.ndarray, first: int, period: int,
@@ -310,16 +309,23 @@ _MARKER_RE = re.compile(r"^[ \t]*(?:\d{1,4}[.)]|[-*\u2022+])[ \t]+")
 _LETTERS_RE = re.compile(r"[^\W\d_]{2,}")
 
 
-def item_rotation(text: str, min_items: int, runs=None, min_strict: int = 5) -> ItemRotation | None:
-    """The run of ≥ ``min_items`` list items or table rows (``item_runs``; ``runs``: theirs, when
-    already known) with the fewest different items for its length: the same few items said
-    again and again (two book titles in turn for ``10 books``, ``| Green | Green |`` rows).  Items
-    are compared by their text with the numbers kept (rows of data differ in their values) and
-    the list marker dropped; runs whose items are mostly without words (rows of numbers) are
-    not looked at.  A shorter run (≥ ``min_strict`` + 2 items) whose items rotate strictly after
-    a few real ones (``strict``: each the same as the one two or three before it) is returned
-    when no long run is as repetitive.  None when no run is long enough.  Linear."""
-    best = None
+def item_rotation(text: str, min_items: int, runs=None,
+                  min_strict: int = 5) -> tuple[ItemRotation | None, ItemRotation | None]:
+    """Two views of the list items and table rows (``item_runs``; ``runs``: theirs, when already
+    known), their text compared with the numbers kept (rows of data differ in their values) and
+    the list marker dropped; runs whose items are mostly without words (rows of numbers) are not
+    looked at.  Linear.
+
+    * the run of ≥ ``min_items`` items with the fewest different items for its length: the same
+      few items said again and again (two book titles in turn for ``10 books``, ``| Green |
+      Green |`` rows);
+    * the run (≥ ``min_strict`` + 2 items) with the longest *strict* rotation, ≥ ``min_strict``
+      items in a row each the same as the one two or three before it (``Zorath`` / ``Zorath II``
+      in turn after a first title that was real; not the one just before: that is the same item
+      again, ``repeated_items``).
+
+    Each is None when no run qualifies."""
+    best = strict_best = None
     for a, b, spans in item_runs(text) if runs is None else runs:
         if len(spans) < min(min_items, min_strict + 2):
             continue
@@ -330,21 +336,17 @@ def item_rotation(text: str, min_items: int, runs=None, min_strict: int = 5) -> 
         for it in items:
             counts[it] = counts.get(it, 0) + 1
         top = max(counts, key=counts.get)
-        # (a strict rotation: the item two or three before it again, not the one just before —
-        # that is the same item again, ``repeated_items``)
         strict = longest = 0
         for k in range(2, len(items)):
             same = items[k] != items[k - 1] and (items[k] == items[k - 2] or k >= 3 and items[k] == items[k - 3])
             strict = strict + 1 if same else 0
             longest = max(longest, strict)
         rot = ItemRotation(len(items), len(counts), top, counts[top], a, b, longest)
-        if len(spans) < min_items and longest < min_strict:
-            continue
-        if (best is None or rot.strict >= min_strict > best.strict
-                or (rot.strict >= min_strict) == (best.strict >= min_strict)
-                and rot.distinct / rot.items < best.distinct / best.items):
+        if len(spans) >= min_items and (best is None or rot.distinct / rot.items < best.distinct / best.items):
             best = rot
-    return best
+        if longest >= min_strict and (strict_best is None or longest > strict_best.strict):
+            strict_best = rot
+    return best, strict_best
 
 
 def _only_deeper_between(text: str, a: int, b: int, indent: int) -> bool:
@@ -447,14 +449,14 @@ def counting_loop(text: str, toks: Tokens, T: Thresholds, runaway: bool, n_reque
         if fz is not None and fz.copies >= 3:
             whole = fz.covered // fz.period
             first = L - trim - whole * fz.period
-            cands.append((first, fz.period, whole))
+            cands.append((first, fz.period, whole, False))
     if run_wanted:
         # a counter anywhere (a loop the model left, then wrapped up): ≥ 8 copies of ≤ 32 tokens
         run = longest_run(ids, min_copies=T.count_anywhere_min_copies)
         if blind_runs is not None:
             blind_runs[T.count_anywhere_min_copies] = run  # (the number-blind longest run, for the caller)
         if run is not None:
-            cands.append((run.start, run.period, int(run.copies)))
+            cands.append((run.start, run.period, int(run.copies), False))
     # records of code or data the same but for their id, anywhere (``books[3] = {"isbn": 4, "title":
     # "The Night Circus"}``, then the code goes on): ≥ 5 copies, judged below only inside code and
     # only when the copies carry the same words in quotes
@@ -463,11 +465,11 @@ def counting_loop(text: str, toks: Tokens, T: Thresholds, runaway: bool, n_reque
             np.count_nonzero(toks.is_number) >= T.count_words_min_copies):
         records = longest_run(ids, max_period=64, min_copies=T.count_words_min_copies)
         if records is not None:
-            cands.append((records.start, records.period, int(records.copies)))
+            cands.append((records.start, records.period, int(records.copies), True))
     best = None
     n_asked = n_requested()
     spans = None
-    for first, period, whole in cands:
+    for first, period, whole, record_only in cands:
         n_req, implied = n_asked, False
         if whole < 3:
             continue
@@ -526,7 +528,7 @@ def counting_loop(text: str, toks: Tokens, T: Thresholds, runaway: bool, n_reque
             ended = runaway and first0 + whole0 * period >= L - 2
             far0 = n_req is not None and whole0 * per > n_req * T.count_request_factor + T.count_request_slack
             quoted = ended or far0 or _varied_before(text, toks, first0, period)
-        if records is not None and first0 == records.start and not quoted:
+        if record_only and not quoted:
             continue  # (the record candidate is only for such records)
         if wordy:
             fire = (whole >= T.count_code_min_copies and runaway) if in_code else whole >= T.count_words_min_copies

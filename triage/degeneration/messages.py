@@ -49,29 +49,38 @@ _VERSE_RE = re.compile(
     r"|stanzas?|carols?|pantoums?|villanelles?|tongue[- ]twisters?)\b", re.I)
 
 
-def verse_requested(messages) -> bool:
-    """The last user message asks for verse: a song, a poem, a rhyme, a chant, lyrics …"""
+def last_user_text(messages) -> str | None:
+    """The text of the last user message, or None when there is none."""
     for msg in reversed(list(messages or ())):
         if message_role(msg) == "user":
-            return _VERSE_RE.search(message_text(msg)) is not None
-    return False
+            return message_text(msg)
+    return None
+
+
+def verse_requested(messages) -> bool:
+    """The last user message asks for verse: a song, a poem, a rhyme, a chant, lyrics …"""
+    text = last_user_text(messages)
+    return text is not None and _VERSE_RE.search(text) is not None
 
 
 # A request whose answer is a sequence of near-identical lines: alternation (two medicines in turn),
-# a schedule or a rota, a conjugation, a trace of a loop.  The same line with one slot changing, or
-# two items in turn, is what it asks for.
+# a schedule or a rota asked for, a conjugation, a trace of a loop.  The same line with one slot
+# changing, or two items in turn, is what it asks for.  The request must ask for the sequence (a
+# verb, or a schedule to make): the water *cycle*, a *shift* to factories, a *rotation* of the earth
+# are topics, not sequences.
 _SEQUENCE_RE = re.compile(
-    r"\b(?:alternat\w*|(?:take|taking|in) turns?|rotat\w*|cycl\w*|rotas?|shifts?|schedul\w*|timetables?"
-    r"|conjugat\w*|declin\w*|declension|trac(?:e|ing)|every \d+ (?:minutes?|hours?|days?|weeks?))\b", re.I)
+    r"\b(?:alternat(?:e|es|ing)\b|(?:take|taking|takes|in) turns\b|rotas?\b|conjugat\w*|declension|decline (?:the|this)\b"
+    r"|trace (?:this|the|it|through|how|what|each|every|step)\b|trace [\w.]+\(|step through (?:this|the) (?:loop|code|function)"
+    r"|every \d+ (?:minutes?|hours?|days?|weeks?)\b"
+    r"|(?:make|create|write|plan|draw up|build|give me|set up|prepare)\s+(?:me\s+)?(?:a|an|the|my|our)?\s*"
+    r"(?:[\w-]+\s+){0,3}?(?:schedule|timetable|rota|rotation|shift pattern|shift plan|roster)\b)", re.I)
 
 
 def sequence_requested(messages) -> bool:
-    """The last user message asks for a sequence of near-identical lines: alternation, a rotation,
-    a schedule or rota, a conjugation, a trace."""
-    for msg in reversed(list(messages or ())):
-        if message_role(msg) == "user":
-            return _SEQUENCE_RE.search(message_text(msg)) is not None
-    return False
+    """The last user message asks for a sequence of near-identical lines: alternation, a schedule
+    or rota to make, a conjugation, a trace."""
+    text = last_user_text(messages)
+    return text is not None and _SEQUENCE_RE.search(text) is not None
 
 
 def norm_words(s: str) -> str:

@@ -180,7 +180,7 @@ _TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
 _ORDINALS = ("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
              "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth thirtieth fortieth "
              "fiftieth sixtieth seventieth eightieth ninetieth hundredth").split()
-NUMBER_WORDS = tuple(_ONES + _TENS + _ORDINALS + ["hundred", "thousand"])
+COUNTER_WORDS = tuple(_ONES + _TENS + _ORDINALS + ["hundred", "thousand"])
 
 
 def _word_hashes(words) -> np.ndarray:
@@ -193,7 +193,7 @@ def number_words(toks: "Tokens") -> np.ndarray:
     ``Fifth``, ``TWENTIETH``), or an ordinal in digits (``24th``, ``2nd``)."""
     global _NUMBER_WORD_HASHES
     if _NUMBER_WORD_HASHES is None:
-        _NUMBER_WORD_HASHES = _word_hashes(NUMBER_WORDS)
+        _NUMBER_WORD_HASHES = _word_hashes(COUNTER_WORDS)
     h = toks.hashes
     k = _NUMBER_WORD_HASHES.searchsorted(h)   # (a sorted table: cheaper than np.isin)
     k[k == _NUMBER_WORD_HASHES.size] = 0

@@ -15,7 +15,7 @@ from .. import counting as C
 from ..findings import Highlight, Reason, r4, short
 from ..lines import compression_ratio
 from ..markup import markup_balance
-from ..messages import norm_words, requested_repetition, sequence_requested
+from ..messages import norm_words, requested_repetition, sequence_requested, verse_requested
 from ..repetition import Loop, ngram_stats, tail_loop_tolerant
 from ..thresholds import Thresholds
 from ..tokens import Tokens, number_words, token_texts
@@ -73,6 +73,11 @@ class Context:
     @cached_property
     def n_newlines(self) -> int:
         return self.text.count("\n")
+
+    @cached_property
+    def verse_asked(self) -> bool:
+        """``verse_requested(messages)``: the request asks for a song, a poem, a rhyme …"""
+        return verse_requested(self.messages)
 
     @cached_property
     def sequence_asked(self) -> bool:

@@ -64,21 +64,25 @@ def check_item_rotation(c: Context) -> None:
     text, T = c.text, c.T
     if c.loop_fired or c.n_newlines < min(T.rotation_min_items, T.rotation_min_echoes + 2) - 1:
         return
-    rot = C.item_rotation(text, T.rotation_min_items, c.item_runs(), T.rotation_min_echoes)
-    if rot is None:
+    few, strict = C.item_rotation(text, T.rotation_min_items, c.item_runs(), T.rotation_min_echoes)
+    if few is None and strict is None:
         return
-    c.mt["item_rotation"] = rot.to_dict()
-    if c.sequence_asked:  # (two medicines in turn, a rota: what was asked)
+    if few is not None:
+        c.mt["item_rotation"] = few.to_dict()
+    if strict is not None:
+        c.mt["strict_rotation"] = strict.to_dict()
+    if c.sequence_asked and not c.runaway:  # (two medicines in turn, a rota: what was asked, and it ended)
         c.exempted.append("item_rotation")
         return
-    if rot.items < T.rotation_min_items or rot.distinct > T.rotation_max_distinct_share * rot.items:
+    rot = few if few is not None and few.distinct <= T.rotation_max_distinct_share * few.items else None
+    if rot is None and strict is not None:
         # a short strict rotation: only where fewer different things came than were asked for,
         # or still rotating when max_tokens cut it
         n_req = c.n_requested()
-        if not (rot.strict >= T.rotation_min_echoes
-                and ((n_req is not None and rot.distinct < n_req)
-                     or (c.runaway and not text[rot.end:].strip()))):
-            return
+        if (n_req is not None and strict.distinct < n_req) or (c.runaway and not text[strict.end:].strip()):
+            rot = strict
+    if rot is None:
+        return
     if c.requested(rot.top, rot.top_count):
         c.exempted.append("item_rotation")
         return

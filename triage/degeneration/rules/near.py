@@ -10,7 +10,6 @@ import numpy as np
 from .. import near_verbatim as NV
 from .. import nesting as N
 from ..findings import pct, r4, short
-from ..messages import verse_requested
 from ..repetition import tail_phrase_count, tail_repeat
 from ..tokens import Tokens
 from .context import Context
@@ -33,7 +32,7 @@ def check_near_verbatim(c: Context) -> None:
     bounds = NV.segment_bounds(toks.cp, toks.starts[base:], toks.ends[base:], newlines=newlines,
                                first_cp=tok_cp[base:], apart=apart[base:], after_newlines=c.after_newlines)
     prose, vocab = _prose_and_vocab(toks, tok_cp, apart)
-    verse = verse_requested(c.messages)
+    verse = c.verse_asked
     er = NV.echo_run(toks.hashes[base:], prose[base:], vocab[base:], toks.is_number[base:], bounds,
                      window=T.near_window, threshold=T.near_similarity, min_segments=3,
                      min_repeats=0 if runaway else 1, near_repeat=T.near_repeat_similarity,

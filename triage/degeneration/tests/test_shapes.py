@@ -693,6 +693,8 @@ def test_two_items_in_strict_rotation_after_a_real_one():
     ("Write the multiples of 5 from 5 to 100.", 20),
     ("Count down from 30 to 1 in words.", 30),
     ("Make a markdown table of the powers of 2 from 2^0 to 2^16.", 17),
+    ("Write the odd numbers from 2 to 10.", 4),
+    ("List the multiples of 7 from 1 to 100.", 14),
     ("List 15 countries in Europe and their capitals.", 15),
     ("Convert the lengths from 1.5 to 2.5 metres into feet.", None),
 ])
@@ -832,3 +834,31 @@ def test_a_bare_number_list_that_ends_by_itself_may_count_something_else():
             + ", ".join(map(str, primes)) + ".")
     a = analyze(text, finish_reason="stop", messages=_ask("Explain in 3 steps how to find the primes below 100."))
     assert not a.degenerate, [r.message for r in a.reasons]
+
+
+def test_a_verse_request_excuses_a_slot_changing_in_its_lines():
+    """The same line with one slot changing is a song's verse when a song was asked for; the
+    same lines answering a question are a loop."""
+    things = ["wheels", "wipers", "wheels", "wipers", "horn", "wheels", "wipers", "doors", "wheels"]
+    song = "Here is a song for the bus.\n\n" + "".join(
+        f"The {t} on the bus go round, all the way to town.\n" for t in things)
+    assert not analyze(song, finish_reason="stop", messages=_ask("Write a song for toddlers about a bus.")).degenerate
+    a = analyze(song, finish_reason="stop", messages=_ask("Describe the parts of a bus."))
+    assert a.degenerate and a.reasons[0].code == "near_verbatim_loop", [r.message for r in a.reasons]
+
+
+def test_a_topic_word_is_not_a_request_for_a_sequence():
+    """'the water cycle', 'a shift to factories' name topics: only a request for alternation, a
+    rota or schedule to make, a conjugation or a trace excuses near-identical lines."""
+    text = "".join(f"Step {i}: the water goes up into the sky and comes back down as rain.\n" for i in range(1, 15))
+    for q in ("Explain the water cycle.", "Explain how rain forms.", "Explain the shift to renewable energy."):
+        assert analyze(text, finish_reason="stop", messages=_ask(q)).degenerate, q
+
+
+def test_a_code_block_after_a_counting_loop_does_not_hide_it():
+    """A fenced block with a quoted phrase after the loop must not turn the loop's own candidate
+    into a records-only one (a regression of round 9, found by review)."""
+    loop = "".join(f"Step {i}: add the flour to the bowl.\n" for i in range(1, 15))
+    text = loop + '\n```python\nname = "hello world"\n```\n'
+    a = analyze(text, finish_reason="stop", messages=_ask("How do I bake bread?"))
+    assert a.degenerate and a.reasons[0].code == "counting_loop", [r.message for r in a.reasons]
