@@ -185,6 +185,26 @@ def _profiles_by_settings(items) -> dict[str, KernelProfile]:
     return out
 
 
+def verdict_warnings(*, temperature, verdict: dict) -> list[str]:
+    """A transcript's warnings: greedy decoding, and a failed analysis (its error)."""
+    warnings = [GREEDY_WARNING] if temperature == 0 else []
+    if "error" in verdict["metrics"]:
+        warnings.append(verdict["metrics"]["error"])
+    return warnings
+
+
+def escape_verdict(verdict: dict) -> dict:
+    """The verdict of NUL-escaped content, escaped too: it quotes the text (loop excerpts)."""
+    return {**verdict, "metrics": content_codec.escape(verdict["metrics"]),
+            "reasons": content_codec.escape(verdict["reasons"])}
+
+
+def auto_flag(transcript_id: int, row: Transcript, note: str = "") -> Flag:
+    """The automatic flag of a transcript found degenerate (its reasons and severity)."""
+    return Flag(transcript_id=transcript_id, reason=Flag.Reason.AUTO, source="auto", details=row.reasons,
+                note=f"severity {row.severity:.2f}{note}")
+
+
 def _build_transcript(item: _Prepared, *, source: str, profile: KernelProfile | None, now) -> Transcript:
     data = item.data
     response = data["response"]
@@ -197,9 +217,7 @@ def _build_transcript(item: _Prepared, *, source: str, profile: KernelProfile | 
         kernel = profile.settings
     verdict = transcript_metrics(text=text, finish_reason=finish_reason, messages=data["messages"],
                                  logprobs=data.get("logprobs"))
-    warnings = [GREEDY_WARNING] if temperature == 0 else []
-    if "error" in verdict["metrics"]:
-        warnings.append(verdict["metrics"]["error"])
+    warnings = verdict_warnings(temperature=temperature, verdict=verdict)
     response_extra = {k: v for k, v in response.items() if k not in ("content", "finish_reason")}
     metadata = data.get("metadata", {})
     if response_extra:
@@ -214,9 +232,7 @@ def _build_transcript(item: _Prepared, *, source: str, profile: KernelProfile | 
     if "\\u0000" in item.canonical:  # a NUL somewhere: PostgreSQL cannot store it as is
         encoding = content_codec.NUL_ESCAPED
         content = {key: content_codec.escape(value) for key, value in content.items()}
-        # The verdict quotes the text (loop excerpts), so it may hold NUL too.
-        verdict = {**verdict, "metrics": content_codec.escape(verdict["metrics"]),
-                   "reasons": content_codec.escape(verdict["reasons"])}
+        verdict = escape_verdict(verdict)
     return Transcript(
         source=source, request_id=item.request_id, content_hash=item.content_hash, received_at=now,
         created_at=data.get("created_at"), temperature=temperature, kernel=kernel or {},
@@ -273,12 +289,7 @@ def _store_rows(*, source: str, rows: list[Transcript]) -> tuple[dict[str, int],
             for rid, pk, digest in Transcript.objects.filter(source=source, request_id__in=lost)
             .values_list("request_id", "id", "content_hash")
         }
-    flags = [
-        Flag(transcript_id=created[row.request_id], reason=Flag.Reason.AUTO, source="auto", details=row.reasons,
-             note=f"severity {row.severity:.2f}")
-        for row in rows
-        if row.degenerate and row.request_id in created
-    ]
+    flags = [auto_flag(created[row.request_id], row) for row in rows if row.degenerate and row.request_id in created]
     if flags:
         Flag.objects.bulk_create(flags)
     return created, existing

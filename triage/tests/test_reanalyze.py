@@ -84,6 +84,7 @@ def test_a_dry_run_writes_nothing_and_says_what_would_change(capsys):
     call_command("reanalyze", "--dry-run")
     out = capsys.readouterr().out
     assert "1 verdicts would change (1 now degenerate, 0 no longer)" in out and "nothing was written" in out
+    assert "1 automatic flags to create, 0 to resolve" in out
     assert f"#{t.id} dry: healthy (version 1) -> degenerate" in out
     t.refresh_from_db()
     assert not t.degenerate and t.metrics["version"] == "1" and not t.flags.exists()
@@ -103,15 +104,62 @@ def test_only_the_source_asked_for_in_batches():
 
 
 def test_content_stored_escaped_is_analysed_as_sent():
-    """A response with NUL characters is stored escaped; re-analysis reads it back as sent and
-    stores its verdict escaped again."""
+    """A response with NUL characters is stored escaped; re-analysis reads it back as sent (the
+    same verdict as at ingestion, which analysed the text as sent) and stores it escaped again."""
     t = _ingest("nul", "before\x00after " + "la " * 200, "length")
     assert t.content_encoding
+    at_ingestion = (t.metrics, t.reasons, t.severity)
     _as_if_older(t, degenerate=False)
     summary = transcripts_reanalyze()
     assert summary.examined == 1 and summary.failed == 0
     t.refresh_from_db()
     assert t.degenerate and t.metrics["version"] == VERSION
+    assert (t.metrics, t.reasons, t.severity) == at_ingestion
+
+
+def test_a_failed_analysis_keeps_the_old_verdict_and_its_flags(monkeypatch):
+    t = _ingest("fails", "A healthy answer.")
+    _as_if_older(t, degenerate=True)
+    from triage.services import reanalyze
+    monkeypatch.setattr(reanalyze, "transcript_metrics", lambda **kw: {
+        "degenerate": False, "severity": 0.0, "reasons": [], "metrics": {"error": "metrics failed: RuntimeError: boom"}})
+    summary = transcripts_reanalyze()
+    assert (summary.examined, summary.failed, summary.changed, summary.flags_resolved) == (1, 1, 0, 0)
+    t.refresh_from_db()
+    assert t.degenerate and t.flagged and t.metrics["version"] == "1" and t.flags.get().status == "new"
+    assert t.warnings[-1] == "metrics failed: RuntimeError: boom"
+    # the next run that works clears the warning and brings the verdict up to date
+    monkeypatch.undo()
+    transcripts_reanalyze()
+    t.refresh_from_db()
+    assert not t.degenerate and t.metrics["version"] == VERSION and not any("failed" in w for w in t.warnings)
+
+
+def test_a_flag_made_during_the_analysis_is_kept(monkeypatch):
+    """Someone flags the transcript while its batch is being analysed: flagged stays true."""
+    t = _ingest("flag-meanwhile", "A healthy answer.")
+    _as_if_older(t, degenerate=False)
+    from triage.services import reanalyze
+    real = reanalyze.transcript_metrics
+
+    def analyse_while_someone_flags(**kw):
+        flags.flag_create(transcript=Transcript.objects.get(pk=t.pk), reason="incoherent", note="odd")
+        return real(**kw)
+
+    monkeypatch.setattr(reanalyze, "transcript_metrics", analyse_while_someone_flags)
+    transcripts_reanalyze()
+    t.refresh_from_db()
+    assert t.flagged and not t.degenerate and t.metrics["version"] == VERSION
+
+
+def test_a_verdict_from_a_newer_version_is_left_alone():
+    t = _ingest("newer", LOOP_RESPONSE, "length")
+    Transcript.objects.filter(pk=t.pk).update(metrics={**t.metrics, "version": str(int(VERSION) + 1)},
+                                              degenerate=False)
+    summary = transcripts_reanalyze()
+    assert (summary.examined, summary.skipped_newer) == (0, 1)
+    t.refresh_from_db()
+    assert not t.degenerate
 
 
 def test_bad_arguments_say_how_to_fix_them(capsys):
@@ -119,6 +167,9 @@ def test_bad_arguments_say_how_to_fix_them(capsys):
         call_command("reanalyze", "--batch", "0")
     call_command("reanalyze", "--source", "nobody", "--all")
     assert "no transcripts of source 'nobody'" in capsys.readouterr().out
+    call_command("reanalyze", "--source", "nobody", "--json")  # the same fields as a run that did something
+    out = json.loads(capsys.readouterr().out)
+    assert out["examined"] == 0 and out["changed"] == 0 and "already at version" in out["message"]
 
 
 def test_bootstrap_says_when_transcripts_need_reanalysis(capsys):

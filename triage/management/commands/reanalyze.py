@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from triage.degeneration import VERSION
-from triage.services.reanalyze import transcripts_reanalyze, transcripts_to_reanalyze
+from triage.services.reanalyze import ReanalysisSummary, transcripts_reanalyze, transcripts_to_reanalyze
 
 
 class Command(BaseCommand):
@@ -29,9 +29,9 @@ class Command(BaseCommand):
                             help=f"every transcript, also those already at version {VERSION}")
         parser.add_argument("--batch", type=int, default=500, help="transcripts per transaction (default 500)")
         parser.add_argument("--dry-run", action="store_true", help="write nothing; say what would change")
-        parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+        parser.add_argument("--json", action="store_true", dest="as_json", help="print the summary as one JSON object")
 
-    def handle(self, *args, source, everything, batch, dry_run, json: bool, **options):
+    def handle(self, *args, source, everything, batch, dry_run, as_json: bool, **options):
         if batch < 1:
             raise CommandError(f"--batch must be at least 1 (got {batch})")
         total = transcripts_to_reanalyze(source=source, everything=everything).count()
@@ -40,20 +40,21 @@ class Command(BaseCommand):
             msg = (f"nothing to re-analyse: no transcripts{what}" if everything
                    else f"nothing to re-analyse: every transcript{what} is already at version {VERSION} "
                         f"(--all re-analyses them anyway)")
-            if json:
-                self.stdout.write(_dumps({"version": VERSION, "examined": 0, "message": msg}))
+            if as_json:
+                self.stdout.write(_dumps({**ReanalysisSummary(version=VERSION, dry_run=dry_run).to_dict(),
+                                          "seconds": 0.0, "per_second": None, "message": msg}))
             else:
                 self.stdout.write(msg)
             return
         t0 = time.perf_counter()
         with tqdm(total=total, unit="transcript", desc="re-analysing", file=sys.stderr,
-                  disable=not sys.stderr.isatty() and json) as bar:
+                  disable=not sys.stderr.isatty()) as bar:
             summary = transcripts_reanalyze(source=source, everything=everything, batch=batch, dry_run=dry_run,
                                             progress=bar.update)
         seconds = time.perf_counter() - t0
         out = {**summary.to_dict(), "seconds": round(seconds, 2),
                "per_second": round(summary.examined / seconds, 1) if seconds else None}
-        if json:
+        if as_json:
             self.stdout.write(_dumps(out))
             return
         verb = "would change" if dry_run else "changed"
@@ -61,9 +62,11 @@ class Command(BaseCommand):
             f"{summary.examined} transcripts re-analysed under version {VERSION} in {seconds:.1f} s "
             f"({out['per_second']}/s): {summary.changed} verdicts {verb} "
             f"({summary.now_degenerate} now degenerate, {summary.no_longer_degenerate} no longer)"
-            + ("" if dry_run else f"; {summary.flags_created} automatic flags created, "
-                                  f"{summary.flags_resolved} resolved")
-            + (f"; {summary.failed} analyses failed (recorded in each transcript's warnings)" if summary.failed else ""))
+            + (f"; {summary.flags_created} automatic flags {'to create' if dry_run else 'created'}, "
+               f"{summary.flags_resolved} {'to resolve' if dry_run else 'resolved'}")
+            + (f"; {summary.failed} analyses failed (old verdicts kept, the error in each transcript's warnings)"
+               if summary.failed else "")
+            + (f"; {summary.skipped_newer} judged by a newer version left alone" if summary.skipped_newer else ""))
         for ex in summary.examples:
             self.stdout.write(f"  #{ex['id']} {ex['request_id']}: {'degenerate' if ex['was'] else 'healthy'} "
                               f"(version {ex['version_was']}) -> {'degenerate' if ex['now'] else 'healthy'}"
