@@ -31,7 +31,7 @@ from .markup import fence_spans, in_spans
 from .messages import NUMBER_WORDS, last_user_text
 from .repetition import longest_run, match_len, tail_loop
 from .thresholds import Thresholds
-from .tokens import Tokens, digit_blind_hashes, token_texts
+from .tokens import COUNTER_WORDS, Tokens, digit_blind_hashes, token_texts
 
 MAX_COPIES = 256      # copies examined (the last ones): enough to know a column, bounded cost
 _NUM = r"\d{1,5}|" + "|".join(sorted((re.escape(w) for w in NUMBER_WORDS if w not in ("twice", "thrice")),
@@ -391,7 +391,16 @@ def repeated_items(text: str) -> tuple[int, int, int, int] | None:
 
 
 def _same_item(a: frozenset, b: frozenset) -> bool:
-    return a == b or (len(a) >= ITEM_MIN_WORDS_FUZZY and len(a & b) >= ITEM_JACCARD * len(a | b))
+    if a == b:
+        return True
+    if len(a) < ITEM_MIN_WORDS_FUZZY or len(a & b) < ITEM_JACCARD * len(a | b):
+        return False
+    # (items that differ only in a counter word say what each step is: ``add the first egg``,
+    # ``add the second egg``)
+    return not (a ^ b) <= _COUNTER_WORD_SET
+
+
+_COUNTER_WORD_SET = frozenset(COUNTER_WORDS)
 
 
 ITEM_MIN_WORDS_FUZZY = 6

@@ -862,3 +862,18 @@ def test_a_code_block_after_a_counting_loop_does_not_hide_it():
     text = loop + '\n```python\nname = "hello world"\n```\n'
     a = analyze(text, finish_reason="stop", messages=_ask("How do I bake bread?"))
     assert a.degenerate and a.reasons[0].code == "counting_loop", [r.message for r in a.reasons]
+
+
+def test_steps_that_differ_only_in_their_ordinal_say_what_each_step_is():
+    """'Add the first egg …', 'Add the second egg …': the ordinal is the step's content, not a
+    counter of the same item (the item text is otherwise the same)."""
+    steps = ["Cream the butter and the sugar until pale and fluffy."] + [
+        f"Add the {o} egg and beat well until it is fully incorporated into the batter."
+        for o in ("first", "second", "third", "fourth")] + ["Fold in the flour and bake for an hour."]
+    text = "".join(f"{i}. {s}\n" for i, s in enumerate(steps, 1))
+    a = analyze(text, finish_reason="stop", messages=_ask("How do I make a classic pound cake?"))
+    assert not a.degenerate, [r.message for r in a.reasons]
+    # the same step said again with only its list number changing is still a counting loop
+    same = "".join(f"{i}. Add the egg and beat well until it is fully incorporated into the batter.\n"
+                   for i in range(1, 6))
+    assert analyze(same, finish_reason="stop", messages=_ask("How do I make a classic pound cake?")).degenerate
