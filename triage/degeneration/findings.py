@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 VERSION = "10"  # 10: bare numbers far past the count at the cut; records in code the same but for their id
-#    after varied ones (or to the cut, or far past the count)
+#    after varied ones (or to the cut, or far past the count); a sequence asked for excuses a finished loop;
+#    steps that differ in an ordinal are different items
 # 9: a line said again with one slot changing (outside verse), counters in words (the fifth
 #    step), a strict rotation of two or three items after real ones, ranges as requested counts (0 to 100
 #    in steps of 10)
