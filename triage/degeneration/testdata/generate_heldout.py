@@ -479,6 +479,55 @@ PROMPTS_9 = [
     "Describe the feel of sand between your toes in one sentence.",
 ]
 
+# A tenth, fresh set (``--set 10``): a second test of version 10 (round 9 tuned on sets 1–8; set 9
+# was its first test), written before its outputs were seen; none is a prompt of an earlier set.
+PROMPTS_10 = [
+    "Write a Python function that counts the vowels in each word of a sentence.",
+    "Write a C# class for a thermostat with a target temperature.",
+    "Write a Perl script that prints the lines of a file in reverse order.",
+    "Write a Dart function that checks whether a year is a leap year.",
+    "Write a Jenkinsfile that builds and tests a Java project.",
+    "Write a SQL query that counts orders per month for the last year.",
+    "Write an HTML page for a piano teacher with lesson times and fees.",
+    "Write an HTML table of the noble gases with their atomic numbers.",
+    "Write a nested HTML list of a hospital's departments and their wards.",
+    "Write an HTML form to report a lost pet.",
+    "List 13 trees and the kind of leaves they have.",
+    "Give me a numbered list of 10 ways to make a small flat feel bigger.",
+    "List the bones of the human arm.",
+    "Write the multiples of 6 from 6 to 90.",
+    "List 9 things to pack for a ski trip.",
+    "Give me the steps to change a car's wiper blades.",
+    "Write a numbered recipe for pesto.",
+    "Make a markdown table of the multiplication table of 4.",
+    "Make a markdown table of 8 mountains with their country and height.",
+    "Write a JSON array of 7 films with id, title and genre.",
+    "Create a CSV of 12 employees with id, name, team and start date.",
+    "Write a Nginx log format and three example log lines.",
+    "Write a JSON document describing a farm with fields and crops.",
+    "Make a table of the degrees from 0 to 180 in steps of 30 with their radians.",
+    "Write a story about a baker who can hear what bread is thinking.",
+    "Tell me a story about a lost umbrella finding its way home.",
+    "Write a story about a night watchman in an empty shopping mall.",
+    "Write a mystery story set on a snowbound mountain train.",
+    "Write a poem about an autumn market.",
+    "Write a rain song for children with a repeated line.",
+    "Write a poem about a train that repeats 'far away, far away'.",
+    "Write a marching song for a school band with a chorus.",
+    "Explain how a smoke detector works.",
+    "Explain how noise-cancelling headphones work.",
+    "What is the difference between a moth and a butterfly?",
+    "Explain how a credit union differs from a bank.",
+    "Explain what a stack data structure is with an example.",
+    "Why do onions make you cry?",
+    "Write a dialogue between a librarian and a student who lost a book.",
+    "Write an interview with a mountain rescue volunteer.",
+    "Give me 6 names for a tea room.",
+    "Say 'happy new year' in seven languages.",
+    "Write a checklist for closing a holiday cottage for the winter.",
+    "Describe the sound of rain on a tin roof in one sentence.",
+]
+
 # (temperature, mode, max_tokens) — every prompt runs under each.
 SETTINGS = [
     (0.0, "normal", 300),
@@ -498,7 +547,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).with_name("heldout_raw.jsonl")))
     ap.add_argument("--limit", type=int, default=0, help="only the first N jobs (a quick look)")
     ap.add_argument("--batch", type=int, default=48)
-    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4, 5, 6, 7, 8, 9),
+    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
                     help="the prompt set (N: PROMPTS_N; each set has its own seeds)")
     args = ap.parse_args(argv)
 
@@ -527,7 +576,8 @@ def main(argv=None) -> int:
     prompts, prefix, salt = {1: (PROMPTS, "p", 0), 2: (PROMPTS_2, "q", 104729), 3: (PROMPTS_3, "r", 209459),
                               4: (PROMPTS_4, "s", 314159), 5: (PROMPTS_5, "u", 419429), 6: (PROMPTS_6, "v", 524287), 7: (PROMPTS_7, "w", 629137),
                               8: (PROMPTS_8, "x", 733591),
-                              9: (PROMPTS_9, "y", 838609)}[args.set]
+                              9: (PROMPTS_9, "y", 838609),
+                              10: (PROMPTS_10, "z", 943877)}[args.set]
     for si, (temp, mode, max_tokens) in enumerate(SETTINGS):
         for pi, prompt in enumerate(prompts):
             jid = f"{prefix}{pi:02d}-t{temp:g}-{mode}"
