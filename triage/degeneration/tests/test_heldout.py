@@ -1,5 +1,5 @@
 """The held-out sets (testdata/HELDOUT.md, docs/degeneration-heldout.md): their form; the
-detector's precision and recall on heldout9.jsonl, which no threshold was tuned on (measured
+detector's precision and recall on heldout10.jsonl, which no threshold was tuned on (measured
 once); and on the earlier sets, tuning data by now, as regression guards."""
 
 import json
@@ -41,10 +41,10 @@ def test_heldout_set_is_well_formed_and_split_once():
 
 
 SETS = {n: load(HERE / f"heldout{n}.jsonl") for n in (2, 3, 4, 5, 6, 7, 8, 9, 10)}
-# heldout9.jsonl, evaluated once after round 9 was committed: 166 of 182 found, 4 of 214 healthy
-# flagged (none of them healthy-repetitive): precision 0.976, recall 0.912. The floors sit just under.
-FRESH = 9
-FRESH_FLOORS = {"precision": 0.97, "recall": 0.91, "healthy_repetitive_fp": 0}
+# heldout10.jsonl, a second test of version 10, evaluated once: 166 of 181 found, 3 of 215 healthy
+# flagged (1 of them healthy-repetitive): precision 0.982, recall 0.917. The floors sit just under.
+FRESH = 10
+FRESH_FLOORS = {"precision": 0.98, "recall": 0.915, "healthy_repetitive_fp": 1}
 
 
 @pytest.mark.parametrize("n", sorted(SETS))
@@ -71,7 +71,7 @@ def on_sets():
 
 
 def test_precision_and_recall_on_the_fresh_set(on_sets):
-    """heldout9.jsonl, never tuned on: measured once, after round 9 was committed (FRESH_FLOORS)."""
+    """heldout10.jsonl, never tuned on: measured once, a second test of version 10 (FRESH_FLOORS)."""
     per, total, _ = on_sets[FRESH]
     errors = [(k, it["id"]) for k, (it, a) in total.errors]
     assert total.precision >= FRESH_FLOORS["precision"], errors
@@ -81,11 +81,11 @@ def test_precision_and_recall_on_the_fresh_set(on_sets):
 
 @pytest.mark.parametrize("n, precision, recall, healthy_repetitive_fp",
                          [(2, 0.99, 0.96, 0), (3, 0.99, 0.9, 0), (4, 0.96, 0.915, 2), (5, 0.98, 0.95, 2),
-                          (6, 0.99, 0.955, 0), (7, 0.97, 0.9, 1), (8, 0.965, 0.905, 4)])
+                          (6, 0.99, 0.955, 0), (7, 0.97, 0.9, 1), (8, 0.965, 0.905, 4), (9, 0.97, 0.91, 0)])
 def test_earlier_fresh_sets_as_regression_guards(on_sets, n, precision, recall, healthy_repetitive_fp):
-    """Sets 2 to 8 were each evaluated once as a round's test (0.975 / 0.900, 0.963 / 0.829, 0.954 /
-    0.888, 0.981 / 0.893, 0.988 / 0.953, 0.974 / 0.867 and 0.968 / 0.863) and tuned on afterwards:
-    these floors guard what the tuning reached, they estimate nothing."""
+    """Sets 2 to 9 were each evaluated once as a round's test (0.975 / 0.900, 0.963 / 0.829, 0.954 /
+    0.888, 0.981 / 0.893, 0.988 / 0.953, 0.974 / 0.867, 0.968 / 0.863 and 0.976 / 0.912); sets 2
+    to 8 were tuned on afterwards. These floors guard what was reached, they estimate nothing."""
     per, total, _ = on_sets[n]
     errors = [(k, it["id"]) for k, (it, a) in total.errors]
     assert total.precision >= precision and total.recall >= recall, errors
