@@ -494,19 +494,19 @@ def counting_loop(text: str, toks: Tokens, T: Thresholds, runaway: bool, n_reque
             whole = half
         # (the items of a copy: two alternating rows are two items each time)
         per = items_per_period(text, int(toks.starts[first0]), int(toks.ends[first0 + period - 1]))
-        unit0 = token_texts(text, toks, first0, first0 + period)
+        unit_words0 = prose_words(token_texts(text, toks, first0, first0 + period))
         # (a list of bare numbers, ``12, 17, 20, …``: one number and its separator)
-        bare = period <= 2 and toks.is_number[first0:first0 + period].any() and not prose_words(unit0)
-        past = (not cols.counting and n_req is not None and period >= 2
-                and whole0 * per > n_req * T.count_request_factor + T.count_request_slack
-                and prose_words(unit0) >= 1)  # (a template, not numbers)
+        bare = period <= 2 and toks.is_number[first0:first0 + period].any() and not unit_words0
+        ended = runaway and first0 + whole0 * period >= L - 2  # (still going when max_tokens cut it)
+        over0 = n_req is not None and whole0 * per > n_req * T.count_request_factor + T.count_request_slack
+        past = not cols.counting and period >= 2 and over0 and unit_words0 >= 1  # (a template, not numbers)
         if bare and not cols.counting and not past:
             # bare numbers far past the count asked for (or the size of the set named: the
             # multiplication table of 12), still going when max_tokens cut them (a list that ends
             # by itself may count something else than the request's count: 25 primes for "in 3 steps")
             bound = n_req if n_req is not None else (n_implied() if n_implied is not None else None)
-            past = (bound is not None and whole0 > bound * T.count_request_factor + T.count_request_slack
-                    and runaway and first0 + whole0 * period >= L - 2)
+            past = (ended and bound is not None
+                    and whole0 > bound * T.count_request_factor + T.count_request_slack)
             if past and n_req is None:
                 n_req, implied = bound, True
         if past:
@@ -534,9 +534,7 @@ def counting_loop(text: str, toks: Tokens, T: Thresholds, runaway: bool, n_reque
             # …and only where the model stopped varying them: real records came before the copies
             # (the same shape, other words), or the copies ran to max_tokens or far past the count
             # (fixtures, logs, program output and unrolled code say one thing from the first copy)
-            ended = runaway and first0 + whole0 * period >= L - 2
-            far0 = n_req is not None and whole0 * per > n_req * T.count_request_factor + T.count_request_slack
-            quoted = ended or far0 or _varied_before(text, toks, first0, period)
+            quoted = ended or over0 or _varied_before(text, toks, first0, period)
         if record_only and not quoted:
             continue  # (the record candidate is only for such records)
         if wordy:
@@ -589,7 +587,7 @@ _QUOTED_RE = re.compile(r"""(["'])[^"'\n]*\1""")
 
 def _masked(line: str) -> str:
     """A line's shape: its quoted strings emptied, its digits equated, its spaces dropped."""
-    return re.sub(r"\d+", "0", _QUOTED_RE.sub('""', line)).replace(" ", "")
+    return DIGITS_RE.sub("0", _QUOTED_RE.sub('""', line)).replace(" ", "")
 
 
 def _varied_before(text: str, toks: Tokens, first: int, period: int) -> bool:
@@ -603,7 +601,7 @@ def _varied_before(text: str, toks: Tokens, first: int, period: int) -> bool:
     forms: dict[str, set] = {}
     for line in text[a:b if b >= 0 else len(text)].split("\n"):
         if _QUOTED_RE.search(line):
-            forms.setdefault(_masked(line), set()).add(re.sub(r"\d+", "0", line).strip().rstrip(","))
+            forms.setdefault(_masked(line), set()).add(DIGITS_RE.sub("0", line).strip().rstrip(","))
     return any(len(v) > 1 for v in forms.values())
 
 

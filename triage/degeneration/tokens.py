@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .messages import NUMBER_WORDS
+
 # Word and punctuation tokens: a run of word characters, or one non-space, non-word character.
 # ``</div>`` → ``<`` ``/`` ``div`` ``>``.  Whitespace is not a token, so re-indented copies of a
 # loop are still exact copies.  Han characters and kana (scripts written without spaces) are one
@@ -172,15 +174,14 @@ def token_arrays(text: str) -> Tokens:
     return Tokens(starts, ends, hashes, is_number, is_word_tok, cp, ~no_digit, dig)
 
 
-# Number words, cardinal and ordinal ("Step Two", "the fifth step"), as their counters in words:
-# the near-verbatim rule reads them as numbers, not as the new word of an echo.
-_ONES = ("one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-         "seventeen eighteen nineteen").split()
-_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+# Counters in words, cardinal and ordinal ("Step Two", "the fifth step"): the fuzzy tail loop equates
+# them like numbers, and list items that differ only in one are different steps.  The cardinals are
+# the request parser's (``messages.NUMBER_WORDS``: one word each, not zero, twice or thrice).
 _ORDINALS = ("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
              "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth thirtieth fortieth "
              "fiftieth sixtieth seventieth eightieth ninetieth hundredth").split()
-COUNTER_WORDS = tuple(_ONES + _TENS + _ORDINALS + ["hundred", "thousand"])
+COUNTER_WORDS = tuple([w for w in NUMBER_WORDS if " " not in w and w not in ("zero", "twice", "thrice")]
+                      + _ORDINALS)
 
 
 def _word_hashes(words) -> np.ndarray:

@@ -85,6 +85,12 @@ class Context:
         conjugation or a trace, whose answer is a sequence of near-identical lines."""
         return sequence_requested(self.messages)
 
+    @property
+    def sequence_answered(self) -> bool:
+        """A sequence was asked for and the response ended by itself: its near-identical lines,
+        counted lines or items in turn are the answer (a rota still going at the cut is not)."""
+        return not self.runaway and self.sequence_asked
+
     def n_requested(self) -> int | None:
         """``count_requested(messages)``, computed once."""
         if not self._n_req:

@@ -19,7 +19,7 @@ def check_counting_loop(c: Context) -> None:
                          c.number_blind(), n_implied=lambda: C.count_implied(c.messages))
     if cl is not None:
         c.mt["counting_loop"] = cl["info"]
-        if cl["fire"] and c.sequence_asked and not c.runaway:  # (a schedule or a trace, finished)
+        if cl["fire"] and c.sequence_answered:
             c.exempted.append("counting_loop")
         elif cl["fire"]:
             c.fire("counting_loop", cl["message"], T.sev_counting_loop, cl["span"], (*cl["span"], "loop", cl["label"]))
@@ -49,7 +49,7 @@ def check_repeated_items(c: Context) -> None:
     else:  # (a name or two said again; answers and statuses repeat legitimately: True, Done, Yes)
         said = {w.lower() for w in _WORD_RE.findall(text[a:b])}
         enough = items >= T.repeated_items_short_min and not said <= _ANSWER_WORDS
-    if enough and c.sequence_asked and not c.runaway:
+    if enough and c.sequence_answered:
         c.exempted.append("counting_loop")
     elif enough and not c.requested(text[a:b], items):
         c.fire("counting_loop", f"counting loop: the same list item {items} times back to back, only its number "
@@ -71,7 +71,7 @@ def check_item_rotation(c: Context) -> None:
         c.mt["item_rotation"] = few.to_dict()
     if strict is not None:
         c.mt["strict_rotation"] = strict.to_dict()
-    if c.sequence_asked and not c.runaway:  # (two medicines in turn, a rota: what was asked, and it ended)
+    if c.sequence_answered:  # (two medicines in turn, a rota)
         c.exempted.append("item_rotation")
         return
     rot = few if few is not None and few.distinct <= T.rotation_max_distinct_share * few.items else None

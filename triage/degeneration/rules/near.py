@@ -32,7 +32,6 @@ def check_near_verbatim(c: Context) -> None:
     bounds = NV.segment_bounds(toks.cp, toks.starts[base:], toks.ends[base:], newlines=newlines,
                                first_cp=tok_cp[base:], apart=apart[base:], after_newlines=c.after_newlines)
     prose, vocab = _prose_and_vocab(toks, tok_cp, apart)
-    verse = c.verse_asked
     er = NV.echo_run(toks.hashes[base:], prose[base:], vocab[base:], toks.is_number[base:], bounds,
                      window=T.near_window, threshold=T.near_similarity, min_segments=3,
                      min_repeats=0 if runaway else 1, near_repeat=T.near_repeat_similarity,
@@ -59,10 +58,10 @@ def check_near_verbatim(c: Context) -> None:
     # one or two sentences or lines with a slot changing, outside verse, a list of the count asked
     # for and a schedule or a paradigm asked for
     n_req = c.n_requested()
-    slot = (not verse and not c.sequence_asked and er.period <= T.near_slot_max_period and er.copies >= T.near_slot_min_copies
+    slot = (er.period <= T.near_slot_max_period and er.copies >= T.near_slot_min_copies
             and er.echoes >= T.near_slot_min_echoes and cov >= T.near_slot_min_coverage
             and er.mean_tokens >= T.near_slot_min_segment_tokens and er.novel_share <= T.near_slot_max_novel_share
-            and not (n_req is not None and er.copies <= n_req + 1))
+            and not (n_req is not None and er.copies <= n_req + 1) and not c.verse_asked and not c.sequence_asked)
     strong = (er.echoes >= T.near_strong_echoes and cov >= T.near_strong_coverage
               and er.copies >= T.near_min_copies)
     dry = er.novel_share <= (T.near_runaway_max_novel_share if runaway else T.near_max_novel_share)
@@ -77,8 +76,7 @@ def check_near_verbatim(c: Context) -> None:
     # N items asked for that came out the same)
     asked_for = (n_req is not None and er.copies <= n_req + 1 and not (runaway and at_end)
                  and er.period >= T.near_round_min_segments)
-    # (a schedule, a rota, a trace asked for and finished: near-identical lines are the answer)
-    asked_for = asked_for or (c.sequence_asked and not runaway)
+    asked_for = asked_for or c.sequence_answered
     if not c.requested(text[a:b], er.echoes) and not asked_for:
         c.fire("near_verbatim_loop",
                f"near-verbatim loop: {er.echoes} of {er.segments} sentences/lines from char {a} echo one "
