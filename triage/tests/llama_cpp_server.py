@@ -29,7 +29,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -40,12 +39,7 @@ from typing import Iterator, Sequence
 import httpx
 
 from inference.testing import stop_process
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from triage.net import free_port
 
 
 @contextlib.contextmanager
@@ -67,7 +61,7 @@ def llama_cpp_server(
     model_path = Path(model_path)
     if not model_path.is_file():
         raise RuntimeError(f"llama_cpp_server: no model file at {model_path}")
-    port = _free_port()
+    port = free_port()
     command = [
         sys.executable, "-m", "llama_cpp.server",
         "--model", str(model_path),
