@@ -20,7 +20,7 @@ thresholds may be tuned on ``tune`` only; ``test`` is reported, never tuned on.
 ``--set 2`` builds ``heldout2.jsonl``: the outputs of the second prompt set
 (``generate_heldout.py --set 2``), all of it a test set for the second round of tuning, whose
 tuning data was all of ``heldout.jsonl``.  ``--set 3`` builds ``heldout3.jsonl`` the same way: the
-test set of round 3, which tuned on ``heldout.jsonl`` and ``heldout2.jsonl``; and so on to ``--set 10``
+test set of round 3, which tuned on ``heldout.jsonl`` and ``heldout2.jsonl``; and so on to ``--set 11``
 (round N measured on set N after tuning on the sets before it).
 """
 
@@ -43,7 +43,7 @@ def main(argv=None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
+    ap.add_argument("--set", type=int, default=1, choices=tuple(range(1, 12)),
                     help="2 (3): heldout2.jsonl (heldout3.jsonl) from heldout2_raw.jsonl + heldout2_labels.json "
                          "(…3…), all of it `test`")
     args = ap.parse_args(argv)

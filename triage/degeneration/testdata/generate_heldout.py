@@ -528,6 +528,55 @@ PROMPTS_10 = [
     "Describe the sound of rain on a tin roof in one sentence.",
 ]
 
+# An eleventh, fresh set (``--set 11``): the held-out test of round 10 (tuned on sets 1–10), written
+# before its outputs were seen; none is a prompt of an earlier set.
+PROMPTS_11 = [
+    "Write a Python function that finds the longest word in a paragraph.",
+    "Write a Ruby class for a parking meter that takes coins.",
+    "Write a PowerShell script that renames all .txt files in a folder to lower case.",
+    "Write a Haskell function that sums the digits of a number.",
+    "Write a GitLab CI file that runs Python tests on every push.",
+    "Write a SQL query that lists the ten customers who spent the most.",
+    "Write an HTML page for a bicycle repair shop with services and prices.",
+    "Write an HTML table of the planets with their number of moons.",
+    "Write a nested HTML list of a supermarket's aisles and what is on their shelves.",
+    "Write an HTML form to sign up for a swimming course.",
+    "List 11 birds you might see in a city park.",
+    "Give me a numbered list of 8 ways to sleep better.",
+    "List the parts of a flower.",
+    "Write the multiples of 7 from 7 to 84.",
+    "List 7 things to check before a long car journey.",
+    "Give me the steps to bleed a radiator.",
+    "Write a numbered recipe for a Spanish omelette.",
+    "Make a markdown table of the squares of the numbers from 1 to 12.",
+    "Make a markdown table of 7 deserts with their continent and area.",
+    "Write a JSON array of 6 books with id, title and author.",
+    "Create a CSV of 10 products with sku, name, price and stock.",
+    "Write a YAML config for a web server with three virtual hosts.",
+    "Write a JSON document describing a school with classes and teachers.",
+    "Make a table of the hours from 6 am to 6 pm in steps of 2 with 24-hour times.",
+    "Write a story about a lighthouse cat that guides ships.",
+    "Tell me a story about a robot learning to paint.",
+    "Write a story about a postwoman in a village where it always snows.",
+    "Write a detective story set in a museum at night.",
+    "Write a poem about a harbour at dawn.",
+    "Write a skipping rhyme for children with a repeated line.",
+    "Write a poem about the sea that repeats 'come back, come back'.",
+    "Write a camp-fire song with a chorus.",
+    "Explain how a pressure cooker cooks food faster.",
+    "Explain how a lock and key work.",
+    "What is the difference between a hare and a rabbit?",
+    "Explain how a pension works.",
+    "Explain what a priority queue is with an example.",
+    "Why do leaves change colour in autumn?",
+    "Write a dialogue between a shopkeeper and a customer returning a kettle.",
+    "Write an interview with a zookeeper who looks after penguins.",
+    "Give me 5 names for a bookshop cafe.",
+    "Say 'good luck' in eight languages.",
+    "Write a checklist for moving into a new flat.",
+    "Describe the taste of a ripe mango in one sentence.",
+]
+
 # (temperature, mode, max_tokens) — every prompt runs under each.
 SETTINGS = [
     (0.0, "normal", 300),
@@ -547,7 +596,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).with_name("heldout_raw.jsonl")))
     ap.add_argument("--limit", type=int, default=0, help="only the first N jobs (a quick look)")
     ap.add_argument("--batch", type=int, default=48)
-    ap.add_argument("--set", type=int, default=1, choices=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
+    ap.add_argument("--set", type=int, default=1, choices=tuple(range(1, 12)),
                     help="the prompt set (N: PROMPTS_N; each set has its own seeds)")
     args = ap.parse_args(argv)
 
@@ -577,7 +626,8 @@ def main(argv=None) -> int:
                               4: (PROMPTS_4, "s", 314159), 5: (PROMPTS_5, "u", 419429), 6: (PROMPTS_6, "v", 524287), 7: (PROMPTS_7, "w", 629137),
                               8: (PROMPTS_8, "x", 733591),
                               9: (PROMPTS_9, "y", 838609),
-                              10: (PROMPTS_10, "z", 943877)}[args.set]
+                              10: (PROMPTS_10, "z", 943877),
+                              11: (PROMPTS_11, "k", 1048573)}[args.set]
     for si, (temp, mode, max_tokens) in enumerate(SETTINGS):
         for pi, prompt in enumerate(prompts):
             jid = f"{prefix}{pi:02d}-t{temp:g}-{mode}"
