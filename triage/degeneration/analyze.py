@@ -63,6 +63,7 @@ def analyze(text, *, finish_reason: str | None = None, messages=None, token_ids=
     R.check_repeat_run(c)
     R.check_record_run(c)
     R.check_char_loop(c)
+    R.check_identifier_stutter(c)
     R.check_symbol_flood(c)
     R.check_near_verbatim(c)
     R.check_nesting(c)

@@ -145,6 +145,11 @@ _IMPLIED_COUNTS = [(re.compile(p, re.I), n) for p, n in (
     (r"\bcolou?rs of the rainbow\b", 7),
     (r"\bseasons\b", 4),
     (r"\bletters of the (?:english )?alphabet\b", 26),
+    (r"\bnoble gases\b", 7),
+    (r"\bgreat lakes\b", 5),
+    (r"\bprimary colou?rs\b", 3),
+    (r"\bwonders of the (?:ancient )?world\b", 7),
+    (r"\boceans of the world\b|\bthe (?:world's |earth's )?oceans\b", 5),
 )]
 
 
@@ -240,9 +245,11 @@ def prose_words(toks: list[str]) -> int:
     return n
 
 
-# A list item: a number, a bullet or a ``key:`` label at the start of a line, then its text.
+# A list item: a number (``1.``, in bold ``**1.**``), a bullet or a ``key:`` label at the start of a line,
+# then its text.
 # A table row (``| a | b |``, not the ``|---|`` rule under the header) is an item too.
-_ITEM_RE = re.compile(r"^(?P<ind>[ \t]*)(?:(?:(?P<num>\d{1,4})[.)]|(?P<bul>[-*\u2022+])|(?P<key>[A-Za-z][\w-]{0,30}:))[ \t]+\S"
+_ITEM_RE = re.compile(r"^(?P<ind>[ \t]*)(?:(?:\*{0,2}(?P<num>\d{1,4})[.)]\*{0,2}|(?P<bul>[-*\u2022+])"
+                      r"|(?P<key>[A-Za-z][\w-]{0,30}:))[ \t]+\S"
                       r"|(?P<row>\|)(?![ \t]*:?-{2,})[ \t]*\S)", re.M)
 
 
@@ -305,7 +312,7 @@ class ItemRotation:
                 "strict_rotation": self.strict}
 
 
-_MARKER_RE = re.compile(r"^[ \t]*(?:\d{1,4}[.)]|[-*\u2022+])[ \t]+")
+_MARKER_RE = re.compile(r"^[ \t]*(?:\*{0,2}\d{1,4}[.)]\*{0,2}|[-*\u2022+])[ \t]+")
 _LETTERS_RE = re.compile(r"[^\W\d_]{2,}")
 
 
@@ -359,7 +366,7 @@ def _only_deeper_between(text: str, a: int, b: int, indent: int) -> bool:
     return True
 
 
-_ITEM_TEXT_RE = re.compile(r"^[ \t]*(?:\d{1,4}[.)]|[-*\u2022+])[ \t]+(?P<text>.+)$", re.M)
+_ITEM_TEXT_RE = re.compile(r"^[ \t]*(?:\*{0,2}\d{1,4}[.)]\*{0,2}|[-*\u2022+])[ \t]+(?P<text>.+)$", re.M)
 # digits, punctuation and markup to spaces: what is left, split, are an item's words (ASCII-fast;
 # other scripts' letters stay)
 _NOT_LETTERS = str.maketrans({c: " " for c in "0123456789_!\"#$%&'()*+,-./:;<=>?@[\\]^`{|}~\t\r\n"})
@@ -547,6 +554,11 @@ def counting_loop(text: str, toks: Tokens, T: Thresholds, runaway: bool, n_reque
         # names around its copied index: ``out[3] = f(x[3])``.)
         fire = fire or (words == 0 and cols.copied >= T.count_copied_min_columns and cols.copied == cols.counters
                         and whole >= T.count_words_min_copies)
+        # one long number copied into every item beside the counter and nothing else (``1.
+        # 123456789012``, ``2. 123456789012``): the same item numbered, not N things asked for
+        fire = fire or (words == 0 and cols.counters == 1 and cols.constants >= 1 and cols.data == 0
+                        and cols.copied == 0 and whole >= T.count_words_min_copies
+                        and _long_constant(unit, T.count_constant_min_digits))
         if (n_req is None or far) and not cols.computed:
             # (a number and its separator, ``| 20``, is a row of a table up to a few dozen)
             fire = fire or (runaway and whole >= (T.count_runaway_min_copies if period > 2
@@ -578,6 +590,11 @@ def counting_loop(text: str, toks: Tokens, T: Thresholds, runaway: bool, n_reque
             return got
         best = best or got
     return best
+
+
+def _long_constant(unit: str, min_digits: int) -> bool:
+    """A copy holds a number of ``min_digits`` digits or more (a counter of items is shorter)."""
+    return any(len(m) >= min_digits for m in DIGITS_RE.findall(unit))
 
 
 # a quoted string of two words or more (a record's title, a name): the content of a record

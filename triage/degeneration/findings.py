@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-VERSION = "10"  # 10: bare numbers far past the count at the cut; records in code the same but for their id
+VERSION = "11"  # 11: counted rows past half again the size of a named set at the cut; one long number under
+#    every counter; a piece said again and again inside a word; items numbered in bold; character loops of
+#    13-16 characters; role headers then a turn that opens on code
+# 10: bare numbers far past the count at the cut; records in code the same but for their id
 #    after varied ones (or to the cut, or far past the count); a sequence asked for excuses a finished loop;
 #    steps that differ in an ordinal are different items
 # 9: a line said again with one slot changing (outside verse), counters in words (the fifth

@@ -335,7 +335,7 @@ def _rows_with_runs(rows: np.ndarray) -> np.ndarray:
 _RUN_SENTINELS = np.arange(0xFFFF_FFFF_FFFF_FF00, 0xFFFF_FFFF_FFFF_FF80, dtype=np.uint64)
 
 
-_CHAR_LOOP_PROBE = 24  # (the shortest loop any rule takes: 30 characters)
+_CHAR_LOOP_PROBE = 32  # (two copies of the longest period, 16; the shortest loop any rule takes is 30 characters)
 
 
 def char_tail_loop(text: str, max_period: int = 16, window: int = 8192) -> Run | None:

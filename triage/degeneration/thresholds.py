@@ -151,6 +151,14 @@ class Thresholds:
     """A piece of a word that the response repeats until max_tokens (``LONG_LONG_LONG_…``,
     ``bakery-bakery-…``): ≥ 6 copies of a unit with ≥ 2 letters over ≥ 30 characters.  A separator
     or a run of zeros has no letters."""
+    stutter_min_copies: int = 24
+    stutter_min_share: float = 0.25
+    stutter_max_distinct_share: float = 0.3
+    """A word that says one piece again and again (an attribute value, a path, an identifier: one
+    run of ≥ 30 characters without a space, cut at ``-_/.:,=|;``): one piece with a letter ≥ 24
+    times and ≥ 25 % of its pieces, among few different ones (≤ 30 % of the pieces:
+    ``-fused-fused-0f-fused…``, ``-d-d-d…``).  Minified code and CSS repeat a name among many
+    different ones (jQuery: 61 % different, Bootstrap's CSS 41 %)."""
 
     symbol_flood_min: int = 24
     symbol_flood_per_kind: float = 6.0
@@ -237,6 +245,10 @@ class Thresholds:
     then ``| 12 | 12 | 12 | 12 |``), ≥ 3 such cells and ≥ ``count_words_min_copies`` rows: the
     columns say nothing the first does not.  A computed table's columns differ (``n``, ``n²``);
     a zero-filled one does not count."""
+    count_constant_min_digits: int = 4
+    """Items that are only their counter and one number of ≥ 4 digits copied into every one
+    (``1. 123456789012``, ``2. 123456789012``), ≥ ``count_words_min_copies`` of them: the same item
+    numbered, even at the count asked for (a list of zeros or of one price is not: short numbers)."""
     count_request_factor: float = 1.5
     count_request_slack: int = 2
     """With a count in the request (``10 products``, ``1 to 20``): more than 1.5 × N + 2 items is

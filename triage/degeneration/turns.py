@@ -171,9 +171,11 @@ def bare_role_turns(text: str, roles: tuple[str, ...], spans, convo_text: str, m
             # role headers one after the other (``system`` / blank / ``user``: the template's
             # turn headers with an empty system prompt), then the turn's text
             after = text[hits[i + 1][3]:hits[i + 1][3] + 600].lstrip("\r\n \t")
-            words = _WORD_RE.findall(after.split("\n", 1)[0])
-            if len(words) >= min_words and not (convo_text and norm_words(after.split("\n", 1)[0])[:200] in convo_text):
-                out.append((pos, role, after.split("\n", 1)[0].strip()[:120], "headers"))
+            # (the turn's first lines: it may open on a line of code or punctuation)
+            opening = " ".join(ln.strip() for ln in after.split("\n")[:3] if ln.strip())
+            words = _WORD_RE.findall(opening)
+            if len(words) >= min_words and not (convo_text and norm_words(opening)[:200] in convo_text):
+                out.append((pos, role, opening[:120], "headers"))
                 continue
         if len(_WORD_RE.findall(first)) < min_words:
             # empty turns: role headers with nothing in them, one after the other to the end of

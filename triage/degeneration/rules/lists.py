@@ -3,6 +3,7 @@ again and again, a list far past the count asked for, the same few items in rota
 
 from __future__ import annotations
 
+import re
 import numpy as np
 
 from .. import counting as C
@@ -107,9 +108,11 @@ def check_list_overrun(c: Context) -> None:
         return
     c.mt["item_run"] = {**run.to_dict(), "requested_count": n_req, "count_implied": implied}
     over = run.items > n_req * T.count_request_factor and run.items >= n_req + T.list_overrun_min_extra
-    if implied:  # a set's size is a convention (10 or 12 rows), not the user's number
-        over = run.items >= n_req * T.count_request_factor + T.list_overrun_min_extra
     going = runaway and not text[run.end:].strip()  # (still listing when max_tokens cut it)
+    if implied:  # a set's size is a convention (10 or 12 rows), not the user's number: far past
+        # it, or past it by half, counting and still listing when max_tokens cut it
+        over = run.items >= n_req * T.count_request_factor + T.list_overrun_min_extra or (
+            going and run.items >= n_req * T.count_request_factor and _counted(text, c.item_runs(), run.start))
     if over and (runaway or run.items >= T.list_overrun_factor * n_req):
         c.fire("counting_loop", f"list overrun: {run.items} items from char {run.start} where the request "
                f"asked for {n_req}" + (" (the size of the set it names)" if implied else "")
@@ -117,3 +120,22 @@ def check_list_overrun(c: Context) -> None:
                T.sev_counting_loop, (run.start, run.end),
                (run.start, run.end, "loop", f"{run.items} items for {n_req}"))
         c.loop_fired = True
+
+
+_FIRST_NUMBER_RE = re.compile(r"\d+")
+
+
+def _counted(text: str, runs, start: int) -> bool:
+    """The items of the run that starts at ``start`` carry a counter: the first number of each
+    item (its list number or a table row's first cell) is the one before it plus one, for most of
+    them (rows of planets or of books are not counted; ``| 13 | 13 | 13 |`` rows are)."""
+    for a, _b, spans in runs:
+        if a != start:
+            continue
+        firsts = []
+        for i, j in spans:
+            m = _FIRST_NUMBER_RE.search(text, i, j)
+            firsts.append(int(m.group()) if m and len(m.group()) < 7 else None)
+        steps = sum(1 for x, y in zip(firsts, firsts[1:]) if x is not None and y == x + 1)
+        return steps >= 0.8 * (len(spans) - 1)
+    return False

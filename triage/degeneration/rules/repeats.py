@@ -215,6 +215,51 @@ def check_char_loop(c: Context) -> None:
             c.loop_fired = True
 
 
+_CHUNK_RE = re.compile(r"\S{30,}")
+_PIECE_SEP_RE = re.compile(r"[-_/.:,=|;]+")
+
+
+def identifier_stutter(text: str) -> tuple[int, int, int, str, int, int] | None:
+    """The run of ≥ 30 characters without a space (an attribute value, a path, an identifier)
+    whose most said piece (cut at ``-_/.:,=|;``, with a letter) is said most often: (times, pieces,
+    different pieces, piece, start char, end char), or None.  Linear."""
+    best = None
+    for m in _CHUNK_RE.finditer(text):
+        counts: dict[str, int] = {}
+        pieces = 0
+        for piece in _PIECE_SEP_RE.split(m.group()):
+            if piece:
+                pieces += 1
+                counts[piece] = counts.get(piece, 0) + 1
+        for piece, n in counts.items():
+            if (best is None or n > best[0]) and n >= 3 and any(ch.isalpha() for ch in piece):
+                best = (n, pieces, len(counts), piece, m.start(), m.end())
+    return best
+
+
+def check_identifier_stutter(c: Context) -> None:
+    """One piece said again and again inside a word (``class="…-fused-fused-0f-fused-fused…"``,
+    ``-d-d-d-d…``): a loop that word tokens see as one token or a few."""
+    text, T = c.text, c.T
+    if c.loop_fired or len(text) < 2 * T.stutter_min_copies:  # (a piece and a separator each time)
+        return
+    st = identifier_stutter(text)
+    if st is None:
+        return
+    n, pieces, distinct, piece, a, b = st
+    c.mt["identifier_stutter"] = {"piece": piece[:40], "times": n, "pieces": pieces, "distinct": distinct,
+                                  "start_char": a, "end_char": b}
+    if n < T.stutter_min_copies or n < T.stutter_min_share * pieces or distinct > T.stutter_max_distinct_share * pieces:
+        return
+    if c.requested(piece, n):
+        c.exempted.append("char_loop")
+        return
+    c.fire("char_loop", f"stutter inside a word: “{short(piece, 30)}” {n} times among the {pieces} pieces of one "
+           f"{b - a}-character run without a space, from char {a}", T.sev_char_loop, (a, b),
+           (a, b, "loop", f"“{short(piece, 12)}” ×{n}"))
+    c.loop_fired = True
+
+
 def check_symbol_flood(c: Context) -> None:
     """A flood of a few symbols at the end (emoji repeated until max_tokens), or one the model
     left that fills a real part of the response."""

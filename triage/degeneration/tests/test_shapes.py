@@ -877,3 +877,103 @@ def test_steps_that_differ_only_in_their_ordinal_say_what_each_step_is():
     same = "".join(f"{i}. Add the egg and beat well until it is fully incorporated into the batter.\n"
                    for i in range(1, 6))
     assert analyze(same, finish_reason="stop", messages=_ask("How do I make a classic pound cake?")).degenerate
+
+
+# ---- round 10: the shapes sets 9 and 10 missed (written here from their definitions) ---------
+
+def test_a_counted_table_past_the_size_of_the_set_it_names_at_the_cut():
+    """'The multiplication table of 6' is 10 or 12 rows: rows that keep counting past half as
+    many again, still going when max_tokens cut them, are a loop; the same rows ending by
+    themselves, or rows of named things (the planets said twice), are not judged by the count."""
+    ask = _ask("Make a markdown table of the multiplication table of 6.")
+    rows = "| n | a | b |\n|---|---|---|\n" + "".join(f"| {i} | {i} | {3 * i % 7} |\n" for i in range(1, 20))
+    a = analyze(rows + "| 20 | 2", finish_reason="length", messages=ask)
+    assert a.degenerate and a.reasons[0].code == "counting_loop", [r.message for r in a.reasons]
+    assert "the size of the set it names" in a.reasons[0].message
+    table = "| n | 6 × n |\n|---|---|\n" + "".join(f"| {i} | {6 * i} |\n" for i in range(1, 13))
+    assert not analyze(table, finish_reason="stop", messages=ask).degenerate
+    planets = ["Mercury", "Venus", "Earth", "Mars", "Jupiter", "Saturn", "Uranus", "Neptune"]
+    named = "| Planet | Moons |\n|---|---|\n" + "".join(
+        f"| {p} | {k * 3 % 11} |\n" for k, p in enumerate(planets + planets[2:7]))
+    a = analyze(named, finish_reason="length", messages=_ask("Write a table of the planets and their moons."))
+    assert not a.degenerate, [r.message for r in a.reasons]
+
+
+@pytest.mark.parametrize("ask, n", [("Write a table of the noble gases.", 7), ("List the great lakes.", 5),
+                                    ("Name the wonders of the ancient world.", 7)])
+def test_well_known_sets_imply_their_size(ask, n):
+    from triage.degeneration.counting import count_implied
+    assert count_implied(_ask(ask)) == n
+
+
+def test_the_same_number_under_every_counter_is_one_item_numbered():
+    """Twelve employees asked for, twelve lines each only its number and the same long number:
+    the same item twelve times, even at the count asked for."""
+    ask = _ask("Create a CSV of 12 employees with id, name, team and start date.")
+    text = "```\n" + "".join(f"{i}. 5550123987\n" for i in range(1, 13)) + "```\nThese are the 12 employees."
+    a = analyze(text, finish_reason="stop", messages=ask)
+    assert a.degenerate and a.reasons[0].code == "counting_loop", [r.message for r in a.reasons]
+    # a short number the same in every row (a stock of 0, a price of 5) is data
+    stock = "sku,stock\n" + "".join(f"{i},0\n" for i in range(1, 13))
+    ask = _ask("Create a CSV of 12 products with their stock.")
+    assert not analyze(stock, finish_reason="stop", messages=ask).degenerate
+    prices = "".join(f"{i}. 5\n" for i in range(1, 9))
+    assert not analyze(prices, finish_reason="stop", messages=_ask("List 8 prices.")).degenerate
+
+
+@pytest.mark.parametrize("word", [
+    "glyph-" + "-".join(["fused"] * 6 + ["0f"] + ["fused"] * 9 + ["1f"] + ["fused"] * 12 + ["2f", "fused", "fused"]),
+    "nav-" + "-".join(["d"] * 40) + "-end",
+    "app.models." + ".".join("bookstore." + random.Random(i).choice(("model", "data", "custom", "core", "view"))
+                             for i in range(30)),
+], ids=["fused", "d", "dotted"])
+def test_one_piece_said_again_and_again_inside_a_word(word):
+    text = f'<ul>\n  <li class="{word}">Home</li>\n</ul>\nThe list has one item.'
+    a = analyze(text, finish_reason="stop", messages=_ask("Write a nested HTML list of a shop's aisles."))
+    assert a.degenerate and a.reasons[0].code == "char_loop", [r.message for r in a.reasons]
+    assert "stutter inside a word" in a.reasons[0].message
+
+
+@pytest.mark.parametrize("text", [
+    # minified CSS: one prefix among many different names
+    "".join(f".icon-{n}:before{{content:\"\\e{i:03d}\"}}" for i, n in enumerate(
+        ["home", "user", "star", "heart", "search", "mail", "cog", "trash", "file", "time", "road", "lock",
+         "flag", "tag", "book", "print", "camera", "font", "bold", "list", "pencil", "play", "pause", "stop",
+         "music", "film", "ok", "remove", "zoom", "off", "signal", "download", "upload", "inbox", "refresh"])),
+    # a long path with a folder name a few times
+    "/srv/app/lib/app/lib/app/static/app/css/app/js/app/img/app/fonts/app/data/app/tmp/app/log/app.log",
+    # a song's 'na-na-na' that the request asks for is covered by the request exemption elsewhere;
+    # a dotted version list is all different pieces
+    "v1.0.1,v1.0.2,v1.0.3,v1.1.0,v1.1.1,v1.2.0,v2.0.0,v2.0.1,v2.1.0,v2.2.0,v3.0.0,v3.0.1",
+])
+def test_minified_code_and_paths_repeat_a_name_among_many(text):
+    a = analyze(text, finish_reason="stop", messages=_ask("Show me an example."))
+    assert "char_loop" not in _codes(a), [r.message for r in a.reasons]
+
+
+def test_a_loop_of_sixteen_characters_inside_one_word_at_the_cut():
+    """The character loop looks at periods up to 16 characters: 'ReflectionEngine' (16) again and
+    again inside one identifier until max_tokens."""
+    text = "```java\npublic class Scanner {\n  private static Slist" + "ReflectionEngine" * 9 + "Refl"
+    a = analyze(text, finish_reason="length", messages=_ask("Write a Java class."))
+    assert a.degenerate and "char_loop" in _codes(a), [r.message for r in a.reasons]
+
+
+def test_items_numbered_in_bold_are_list_items():
+    """'**7.** Lemon' and '*7. **Lemon**' are numbered items: the same one said again and again
+    under new numbers is a counting loop; different ones are a list."""
+    same = "Ingredients:\n" + "".join(f"*{i}. **Lemon juice and sugar**\n" for i in range(1, 9))
+    a = analyze(same, finish_reason="stop", messages=_ask("Write a numbered recipe for lemonade."))
+    assert a.degenerate and a.reasons[0].code == "counting_loop", [r.message for r in a.reasons]
+    steps = ["Squeeze six lemons", "Stir in the sugar", "Add cold water", "Chill for an hour", "Serve with ice"]
+    ok = "".join(f"**{i}.** {s}\n" for i, s in enumerate(steps, 1))
+    assert not analyze(ok, finish_reason="stop", messages=_ask("Write a numbered recipe for lemonade.")).degenerate
+
+
+def test_role_headers_one_after_the_other_open_a_turn_that_starts_with_code():
+    """'system' / blank / 'user' then a turn whose first line is punctuation or code: the turn's
+    first lines are read, not only its first."""
+    text = ("A bicycle stays up because it steers under its own lean.\nsystem\n\nuser\n\");\n"
+            "console.log(\"Hello, World!\");\nWhat will this print?")
+    a = analyze(text, finish_reason="length", messages=_ask("Explain how a bicycle stays upright."))
+    assert a.degenerate and "confabulated_turn" in _codes(a), [r.message for r in a.reasons]
